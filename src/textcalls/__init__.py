@@ -1,0 +1,32 @@
+"""Recover and scrub tool calls that LLMs write as text markup, at gateway speed.
+
+    >>> import textcalls
+    >>> p = textcalls.parse('Sure.<tool_call>{"name": "lookup", "arguments": {"q": 1}}</tool_call>')
+    >>> p.content, p.calls[0].name, p.calls[0].arguments
+    ('Sure.', 'lookup', '{"q": 1}')
+"""
+
+from . import _scan
+from ._scan import IMPLEMENTATION
+from .markers import MAX_BLOCK
+from .openai import recover_response, should_recover
+from .parse import Parsed, parse
+from .toolcall import ToolCall
+
+StreamScrubber = _scan.impl.StreamScrubber
+hold_from = _scan.impl.hold_from
+may_contain_markup = _scan.impl.may_contain_markup
+
+__all__ = [
+    "IMPLEMENTATION",
+    "MAX_BLOCK",
+    "Parsed",
+    "StreamScrubber",
+    "ToolCall",
+    "hold_from",
+    "may_contain_markup",
+    "parse",
+    "recover_response",
+    "should_recover",
+]
+__version__ = "0.1.0"

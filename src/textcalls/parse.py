@@ -1,0 +1,38 @@
+"""Whole-text recovery: ``parse(text) -> Parsed``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import _scan
+from .markers import MAX_BLOCK
+from .toolcall import ToolCall
+
+__all__ = ["Parsed", "parse"]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What ``parse`` recovered from one text.
+
+    ``content`` is the text with every block and marker removed, stripped at both ends;
+    ``calls`` the calls in order of appearance; ``removed`` how many blocks and markers were
+    removed (malformed blocks count: their markup goes even when no call results).
+    """
+
+    content: str
+    calls: list[ToolCall]
+    removed: int
+
+
+def parse(text: str, *, max_block: int = MAX_BLOCK) -> Parsed:
+    """Recover the tool calls written as markup in ``text``.
+
+    The same as feeding ``text`` to a ``StreamScrubber`` in any number of pieces and flushing:
+    a block whose body exceeds ``max_block`` characters is not a block.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse() expects str, not {type(text).__name__}")
+    scrubber = _scan.impl.StreamScrubber(max_block=max_block)
+    content = scrubber.feed(text) + scrubber.flush()
+    return Parsed(content.strip(), scrubber.calls, scrubber.removed)
