@@ -1,0 +1,33 @@
+"""Every test that takes ``impl`` runs once on the Cython hot path and once on the pure-Python twin.
+
+The ``impl`` fixture also switches ``textcalls._scan.impl``, so the public API (``parse``,
+``recover_response`` …) runs on that implementation too. The Cython variant is required unless
+``TEXTCALLS_NO_EXTENSIONS`` is set: a missing extension fails the run instead of hiding.
+"""
+
+import os
+
+import pytest
+
+import textcalls
+from textcalls import _scan, _scan_py
+
+IMPLS = [pytest.param(_scan_py, id="py")]
+if os.environ.get("TEXTCALLS_NO_EXTENSIONS"):
+    IMPLS.append(pytest.param(None, id="c", marks=pytest.mark.skip("TEXTCALLS_NO_EXTENSIONS is set")))
+else:
+    from textcalls import _scan_c  # noqa: E402 - fails loudly when the extension was not built
+
+    IMPLS.insert(0, pytest.param(_scan_c, id="c"))
+
+
+@pytest.fixture(params=IMPLS)
+def impl(request, monkeypatch):
+    monkeypatch.setattr(_scan, "impl", request.param)
+    return request.param
+
+
+@pytest.fixture
+def tc():
+    """The public package (use together with ``impl``)."""
+    return textcalls
