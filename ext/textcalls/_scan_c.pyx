@@ -200,13 +200,15 @@ def may_contain_markup(data):
 
 # -- hold_from ------------------------------------------------------------------------------------
 
-def hold_from(str text not None):
+def hold_from(text):
     """Index from which ``text`` must be held back because it may begin an opener; ``len(text)`` if none.
 
     (1) the first ``<tool_call`` followed by end of text, ``>``, ``|`` or whitespace with no ``>``
     after it and fewer than ATTR_MAX characters after it; else (2) the start of the longest suffix
     that is a proper prefix of a marker in HOLD_LITERALS; else (3) ``len(text)``.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"hold_from() expects str, not {type(text).__name__}")
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
@@ -280,10 +282,12 @@ cdef class StreamScrubber:
         self._opener = None
         self._parts = []
 
-    def feed(self, str delta not None):
+    def feed(self, delta):
         """Take the next delta; return the text that can be shown now."""
         cdef int kind
         cdef Py_ssize_t n
+        if not isinstance(delta, str):
+            raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0:

@@ -1,0 +1,209 @@
+"""parse(): the reference cases and the rules beyond them, on both implementations."""
+
+import json
+
+import pytest
+
+DS_OPEN, DS_CLOSE = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"
+DS_SEC_OPEN, DS_SEC_CLOSE, DS_SEP = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁sep｜>"
+
+
+def calls(parsed):
+    return [(c.name, json.loads(c.arguments)) for c in parsed.calls]
+
+
+REFERENCE = [
+    ('Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>',
+     "Let me read it.", [("read_file", {"path": "a.txt"})]),
+    ('a<tool_call>{"name":"one","arguments":{}}</tool_call>b<tool_call>{"name":"two","arguments":{"x":1}}</tool_call>c',
+     "abc", [("one", {}), ("two", {"x": 1})]),
+    ('<tool_call>{"name":"noargs"}</tool_call>', "", [("noargs", {})]),
+    ("<tool_call>not json</tool_call>done", "done", []),
+    ('text <tool_call>{"name":"x"}', 'text <tool_call>{"name":"x"}', []),
+    ("just a normal answer", "just a normal answer", []),
+    ('<tool_call id="call_0">{"name":"foo","arguments":{"a":1}}</tool_call>', "", [("foo", {"a": 1})]),
+    ('<tool_call|>{"name":"foo","arguments":{}}</tool_call>', "", [("foo", {})]),
+    ('<tool_call\n>{"name":"foo","arguments":{}}</tool_call>', "", [("foo", {})]),
+    (DS_OPEN + '{"name":"foo","arguments":{}}' + DS_CLOSE, "", [("foo", {})]),
+    ('prefix <tool_call id="call_0">\n{}\n</tool_call> suffix', "prefix  suffix", []),
+    ("see the <tool_calls> list", "see the <tool_calls> list", []),
+    ('You can emit a <tool_call id="1"> block to call a tool.',
+     'You can emit a <tool_call id="1"> block to call a tool.', []),
+    ("<tool_callable>x</tool_call>", "<tool_callable>x</tool_call>", []),
+    ("ends with <tool_call", "ends with <tool_call", []),
+]
+
+
+@pytest.mark.parametrize(("text", "content", "expected"), REFERENCE)
+def test_reference_cases(impl, tc, text, content, expected):
+    parsed = tc.parse(text)
+    assert parsed.content == content
+    assert calls(parsed) == expected
+
+
+def test_call_shape(impl, tc):
+    (call,) = tc.parse('<tool_call>{"name": "lookup", "arguments": {"q": 1}}</tool_call>').calls
+    assert call.to_openai() == {
+        "id": call.id, "type": "function", "function": {"name": "lookup", "arguments": '{"q": 1}'},
+    }
+    assert call.id.startswith("call_")
+
+
+def test_ids_are_unique(impl, tc):
+    text = '<tool_call>{"name":"a"}</tool_call>' * 50
+    ids = [c.id for _ in range(4) for c in tc.parse(text).calls]
+    assert len(ids) == 200 and len(set(ids)) == 200
+
+
+def test_removed_counts_blocks_and_markers(impl, tc):
+    assert tc.parse("plain").removed == 0
+    assert tc.parse("<tool_call>oops</tool_call>").removed == 1
+    text = DS_SEC_OPEN + DS_OPEN + 'f' + DS_SEP + '{"a":1}' + DS_CLOSE + DS_SEC_CLOSE
+    assert tc.parse(text).removed == 3
+
+
+def test_attribute_window_is_256_characters(impl, tc):
+    body = '{"name":"f"}</tool_call>'
+    # the '>' may be the 256th character after '<tool_call' (attribute text of 255), not the 257th
+    assert calls(tc.parse("<tool_call" + " " * 255 + ">" + body)) == [("f", {})]
+    text = "<tool_call" + " " * 256 + ">" + body
+    assert tc.parse(text).content == text and tc.parse(text).calls == []
+
+
+class TestDeepSeek:
+    def test_v31_with_section_wrappers(self, impl, tc):
+        text = ("Checking." + DS_SEC_OPEN + DS_OPEN + "get_weather" + DS_SEP + '{"city":"Paris"}' + DS_CLOSE
+                + DS_OPEN + "get_time" + DS_SEP + '{"tz":"CET"}' + DS_CLOSE + DS_SEC_CLOSE + " Done.")
+        parsed = tc.parse(text)
+        assert parsed.content == "Checking. Done."
+        assert calls(parsed) == [("get_weather", {"city": "Paris"}), ("get_time", {"tz": "CET"})]
+
+    def test_v3_typed_body_with_fence(self, impl, tc):
+        text = (DS_SEC_OPEN + "\n" + DS_OPEN + "function" + DS_SEP + "get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
+                + DS_CLOSE + "\n" + DS_SEC_CLOSE)
+        parsed = tc.parse(text)
+        assert parsed.content == ""
+        assert calls(parsed) == [("get_weather", {"city": "Oslo"})]
+
+    def test_v3_typed_body_without_fence(self, impl, tc):
+        parsed = tc.parse(DS_OPEN + "function" + DS_SEP + 'f\n{"a": 2}' + DS_CLOSE)
+        assert calls(parsed) == [("f", {"a": 2})]
+
+    def test_section_markers_elsewhere_are_prose(self, impl, tc):
+        text = "The marker " + DS_SEC_OPEN + " opens a section and " + DS_SEC_CLOSE + " closes it."
+        assert tc.parse(text).content == text
+
+    def test_section_close_only_right_after_a_deepseek_call(self, impl, tc):
+        text = DS_OPEN + 'f' + DS_SEP + '{}' + DS_CLOSE + " and then " + DS_SEC_CLOSE
+        assert tc.parse(text).content == "and then " + DS_SEC_CLOSE
+        text = '<tool_call>{"name":"f"}</tool_call>' + DS_SEC_CLOSE
+        assert tc.parse(text).content == DS_SEC_CLOSE
+
+    def test_section_opener_whitespace_stays(self, impl, tc):
+        text = "a " + DS_SEC_OPEN + "\n" + DS_OPEN + 'f' + DS_SEP + '{}' + DS_CLOSE + "\n" + DS_SEC_CLOSE + " b"
+        assert tc.parse(text).content == "a \n\n b"
+
+    def test_unterminated_deepseek_call_stays_verbatim(self, impl, tc):
+        text = "x " + DS_OPEN + 'f' + DS_SEP + '{"a":1}'
+        assert tc.parse(text).content == text and tc.parse(text).calls == []
+
+
+class TestBlockRules:
+    def test_close_inside_a_json_string_does_not_end_the_block(self, impl, tc):
+        text = '<tool_call>{"name":"echo","arguments":{"s":"</tool_call> is the closer"}}</tool_call>tail'
+        parsed = tc.parse(text)
+        assert parsed.content == "tail"
+        assert calls(parsed) == [("echo", {"s": "</tool_call> is the closer"})]
+
+    def test_escaped_quote_keeps_the_string_open(self, impl, tc):
+        text = r'<tool_call>{"name":"q","arguments":{"s":"say \"</tool_call>\" now"}}</tool_call>'
+        assert calls(tc.parse(text)) == [("q", {"s": 'say "</tool_call>" now'})]
+
+    def test_stray_quote_falls_back_to_the_first_raw_close(self, impl, tc):
+        text = ('<tool_call>{"name":"a","arguments":{"q":"it"s"}}</tool_call> then '
+                '<tool_call>{"name":"b"}</tool_call>')
+        parsed = tc.parse(text)
+        assert parsed.content == "then"  # the malformed block goes, the rest is not swallowed
+        assert calls(parsed) == [("b", {})]
+
+    def test_opener_met_again_makes_the_first_one_prose(self, impl, tc):
+        text = 'a ' + DS_OPEN + '{…} b <tool_call>{"name":"c"}</tool_call>'
+        parsed = tc.parse(text)
+        assert parsed.content == "a " + DS_OPEN + "{…} b"
+        assert calls(parsed) == [("c", {})]
+
+    def test_opener_inside_attribute_text_makes_the_first_one_prose(self, impl, tc):
+        text = '<tool_call x <tool_call>{"name":"c"}</tool_call>'
+        parsed = tc.parse(text)
+        assert parsed.content == "<tool_call x"
+        assert calls(parsed) == [("c", {})]
+
+    def test_opener_inside_a_json_string_does_not_interrupt(self, impl, tc):
+        text = '<tool_call>{"name":"doc","arguments":{"t":"write <tool_call> to call"}}</tool_call>'
+        assert calls(tc.parse(text)) == [("doc", {"t": "write <tool_call> to call"})]
+
+    def test_deepseek_close_does_not_end_a_hermes_block(self, impl, tc):
+        text = '<tool_call>{"name":"f","arguments":{"x":"' + DS_CLOSE + '"}}</tool_call>'
+        assert calls(tc.parse(text)) == [("f", {"x": DS_CLOSE})]
+
+    def test_nameless_and_non_object_blocks_are_removed(self, impl, tc):
+        text = ('a<tool_call>{"arguments":{}}</tool_call>b<tool_call>{"name":"  "}</tool_call>'
+                'c<tool_call>{"name":"f","arguments":[1]}</tool_call>d<tool_call>[1,2]</tool_call>e')
+        parsed = tc.parse(text)
+        assert parsed.content == "abcde" and parsed.calls == [] and parsed.removed == 4
+
+    def test_relaxed_json_in_a_block(self, impl, tc):
+        text = "<tool_call>{name: 'x', arguments: {toolkits: [\"discord\"],},}</tool_call>"
+        text = text.replace("'x'", '"x"')
+        assert calls(tc.parse(text)) == [("x", {"toolkits": ["discord"]})]
+
+    def test_never_invents_arguments(self, impl, tc):
+        parsed = tc.parse('<tool_call>{name:"x",arguments:{tags:[hi,bye]}}</tool_call>')
+        assert parsed.calls == [] and parsed.content == ""
+
+
+class TestMaxBlock:
+    def test_block_over_the_cap_is_text(self, impl, tc):
+        body = '{"name":"f","arguments":{"s":"' + "x" * 100 + '"}}'
+        text = "<tool_call>" + body + "</tool_call>"
+        assert tc.parse(text, max_block=len(body)).calls != []
+        over = tc.parse(text, max_block=len(body) - 1)
+        assert over.calls == [] and over.content == text and over.removed == 0
+
+    def test_scanning_resumes_after_an_oversized_block(self, impl, tc):
+        big = "<tool_call>{\"s\": \"" + "y" * 50 + "\"}"
+        text = big + ' <tool_call>{"name":"ok"}</tool_call>'
+        parsed = tc.parse(text, max_block=20)
+        assert calls(parsed) == [("ok", {})]
+        assert parsed.content == big
+
+    @pytest.mark.parametrize("bad", [0, -1])
+    def test_max_block_must_be_positive(self, impl, tc, bad):
+        with pytest.raises(ValueError, match="max_block"):
+            tc.parse("x", max_block=bad)
+
+    @pytest.mark.parametrize("bad", ["10", 1.5, True, None])
+    def test_max_block_must_be_an_int(self, impl, tc, bad):
+        with pytest.raises(TypeError, match="max_block"):
+            tc.parse("x", max_block=bad)
+
+
+@pytest.mark.parametrize("bad", [None, b"<tool_call>", 3, ["a"]])
+def test_parse_rejects_non_str(impl, tc, bad):
+    with pytest.raises(TypeError, match="parse"):
+        tc.parse(bad)
+
+
+def test_str_subclass_is_accepted(impl, tc):
+    class S(str):
+        pass
+
+    parsed = tc.parse(S('hi <tool_call>{"name":"f"}</tool_call>'))
+    assert parsed.content == "hi" and calls(parsed) == [("f", {})]
+
+
+def test_non_ascii_text_of_every_width(impl, tc):
+    for prefix in ("café ", "Ω≈ ", "emoji 😀 "):
+        parsed = tc.parse(prefix + '<tool_call>{"name":"f","arguments":{"v":"' + prefix + '"}}</tool_call>')
+        assert parsed.content == prefix.strip()
+        assert calls(parsed) == [("f", {"v": prefix})]

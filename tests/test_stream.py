@@ -1,0 +1,164 @@
+"""StreamScrubber: emission, hold-back, calls and limits, on both implementations."""
+
+import json
+
+import pytest
+
+DS_OPEN, DS_CLOSE = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"
+DS_SEC_OPEN, DS_SEC_CLOSE, DS_SEP = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁sep｜>"
+
+
+def run(impl, deltas, **kw):
+    s = impl.StreamScrubber(**kw)
+    outs = [s.feed(d) for d in deltas]
+    outs.append(s.flush())
+    return outs, s
+
+
+@pytest.mark.parametrize(("deltas", "expected"), [
+    (["answer: ", "<tool_", 'call>{"name":"x",', '"arguments":{}}</tool', "_call> end"], "answer:  end"),
+    (["r ", "<｜tool▁call▁be", 'gin｜>{"name":"x","arguments":{}}<｜tool▁call▁end｜>', " s"], "r  s"),
+    (["see <tool_calls> below"], "see <tool_calls> below"),
+])
+def test_reference_fragments(impl, deltas, expected):
+    outs, s = run(impl, deltas)
+    assert "".join(outs) == expected
+
+
+def test_reference_hold_then_release(impl):
+    s = impl.StreamScrubber()
+    assert s.feed("value <tool") == "value "
+    assert s.feed('_call>{"name":"x","arguments":{}}</tool_call>!') == "!"
+    assert s.flush() == ""
+    assert [c.name for c in s.calls] == ["x"]
+
+
+def test_reference_unterminated_opener_is_released_at_flush(impl):
+    s = impl.StreamScrubber()
+    assert s.feed("  a <tool_call ") == "  a "
+    assert s.flush() == "<tool_call "
+    assert s.calls == []
+
+
+def test_text_without_markup_is_returned_as_is(impl):
+    s = impl.StreamScrubber()
+    delta = "plain prose, no angle brackets"
+    assert s.feed(delta) is delta
+    assert s.feed("") == ""
+    assert s.flush() == ""
+
+
+def test_call_is_available_as_soon_as_its_block_closes(impl):
+    s = impl.StreamScrubber()
+    s.feed('<tool_call>{"name":"a"}')
+    assert s.calls == []
+    assert s.feed("</tool_call> and more") == " and more"
+    assert [(c.name, c.arguments) for c in s.calls] == [("a", "{}")]
+    assert s.removed == 1
+
+
+def test_text_before_an_open_block_is_emitted_at_once(impl):
+    s = impl.StreamScrubber()
+    assert s.feed('Hello <tool_call>{"name":"a", "arguments": {"long":') == "Hello "
+    assert s.feed(' "value"}}') == ""
+    assert s.feed("</tool_call>") == ""
+
+
+def test_partial_markers_are_held_at_every_boundary(impl):
+    for marker in ("<tool_call>", DS_OPEN, DS_SEC_OPEN):
+        for k in range(1, len(marker)):
+            s = impl.StreamScrubber()
+            assert s.feed("x" + marker[:k]) == "x"
+
+
+def test_a_lone_angle_bracket_is_released_once_decided(impl):
+    s = impl.StreamScrubber()
+    assert s.feed("a <") == "a "
+    assert s.feed("b") == "<b"
+    assert s.feed("if x < y") == "if x < y"
+
+
+def test_deepseek_section_in_deltas(impl):
+    deltas = ["Sure.", "<｜tool▁calls", "▁begin｜>", "<｜tool▁call▁begin｜>get", DS_SEP, '{"city":', '"Paris"}',
+              DS_CLOSE, "<｜tool▁calls▁e", "nd｜>", " Bye."]
+    outs, s = run(impl, deltas)
+    assert "".join(outs) == "Sure. Bye."
+    assert [(c.name, json.loads(c.arguments)) for c in s.calls] == [("get", {"city": "Paris"})]
+    assert s.removed == 3
+
+
+def test_feed_after_flush_is_an_error(impl):
+    s = impl.StreamScrubber()
+    s.feed("a")
+    assert s.flush() == ""
+    assert s.flush() == ""  # flushing twice is harmless
+    with pytest.raises(ValueError, match="after flush"):
+        s.feed("b")
+
+
+@pytest.mark.parametrize("bad", [None, b"x", 1, ["x"]])
+def test_feed_rejects_non_str(impl, bad):
+    with pytest.raises(TypeError, match="feed"):
+        impl.StreamScrubber().feed(bad)
+
+
+def test_str_subclass_delta(impl):
+    class S(str):
+        pass
+
+    s = impl.StreamScrubber()
+    assert s.feed(S("a <tool_call>")) == "a "
+    assert s.feed(S('{"name":"f"}</tool_call>')) == ""
+    assert [c.name for c in s.calls] == ["f"]
+
+
+def test_outside_a_block_at_most_a_partial_opener_is_held(impl):
+    # A candidate opener is held only while its '>' could still come: at most 256 characters later.
+    s = impl.StreamScrubber()
+    emitted = s.feed("<tool_call ")
+    for _ in range(300):
+        emitted += s.feed("a")
+    assert emitted == "<tool_call " + "a" * 300  # no '>' within 256 characters: prose
+
+
+def test_block_over_max_block_is_released_verbatim(impl):
+    s = impl.StreamScrubber(max_block=64)
+    text = "<tool_call>{\"s\": \"" + "z" * 200 + "\"}</tool_call>"
+    out = "".join(s.feed(ch) for ch in text) + s.flush()
+    assert out == text and s.calls == [] and s.removed == 0
+
+
+def test_one_character_deltas_over_a_large_block(impl):
+    # 200 kB inside one block, fed a character at a time: must stay linear (the suite would hang otherwise).
+    value = "v" * 200_000
+    text = 'pre <tool_call>{"name":"big","arguments":{"v":"' + value + '"}}</tool_call> post'
+    s = impl.StreamScrubber()
+    out = "".join(s.feed(ch) for ch in text) + s.flush()
+    assert out == "pre  post"
+    assert [c.name for c in s.calls] == ["big"] and json.loads(s.calls[0].arguments) == {"v": value}
+
+
+def test_adversarial_unclosed_strings_stay_linear(impl):
+    # Openers whose bodies open JSON strings that never close, with no closer anywhere.
+    text = '<tool_call>{"' + '<tool_call>{\\"' * 20_000
+    s = impl.StreamScrubber(max_block=1 << 20)
+    out = s.feed(text) + s.flush()
+    assert out == text and s.calls == []
+
+
+def test_adversarial_stray_quotes_with_closers_stay_linear(impl):
+    # Each block's string-aware scan would run to the end: after the first fallback, blocks in the
+    # region already scanned end at their raw close.
+    unit = '<tool_call>{\\"x</tool_call>'
+    text = '<tool_call>{"x</tool_call>' + unit * 20_000
+    s = impl.StreamScrubber()
+    out = s.feed(text) + s.flush()
+    assert out == "" and s.removed == 20_001 and s.calls == []
+
+
+def test_adversarial_blocks_hitting_the_cap_stay_linear(impl):
+    unit = '<tool_call>{"' + "w" * 50
+    text = unit * 4_000
+    s = impl.StreamScrubber(max_block=1_000)
+    out = "".join(s.feed(text[i:i + 7]) for i in range(0, len(text), 7)) + s.flush()
+    assert out == text and s.calls == []
