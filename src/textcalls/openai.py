@@ -58,8 +58,10 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool):
         return None
     if not isinstance(message, dict):
         raise TypeError(f"response['choices'][{i}]['message'] must be a dict, not {type(message).__name__}")
-    structured = message.get("tool_calls") or []
-    if not isinstance(structured, list):
+    structured = message.get("tool_calls")
+    if structured is None:
+        structured = []
+    elif not isinstance(structured, list):
         raise TypeError(
             f"response['choices'][{i}]['message']['tool_calls'] must be a list, not {type(structured).__name__}"
         )
