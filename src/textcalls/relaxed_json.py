@@ -1,0 +1,117 @@
+"""Conservative repair of almost-JSON written by LLMs: fix known slips, never invent content.
+
+Repairs, all made by one tokenizer pass that respects strings, followed by a strict
+``json.loads``: one surrounding markdown fence; the leaked quote tokens ``<|"|>`` and
+``<|">`` used as quotes; bare and single-quoted object keys; trailing commas; and one pair
+of redundant outer braces around an object. Anything else (bare values, missing or
+mismatched brackets, stray text) raises ``ValueError``. Linear time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+__all__ = ["loads", "strip_fence"]
+
+_QUOTE = r'(?:"|<\|"\|?>)'
+_TOKEN = re.compile(
+    r"(?P<space>\s+)"
+    # Unrolled loop: every repetition starts with an escape or a "<", so no backtracking blowup.
+    rf'|(?P<string>{_QUOTE}(?P<text>[^"\\<]*(?:(?:\\.|<(?!\|"\|?>))[^"\\<]*)*){_QUOTE})'
+    r"|(?P<single>'[^'\\]*(?:\\.[^'\\]*)*')"
+    r"|(?P<name>[A-Za-z_$][A-Za-z0-9_$-]*)"
+    r"|(?P<punct>[{}\[\],:])"
+    rf'|(?P<other>[^\s"\'<{{}}\[\],:A-Za-z_$]+|<(?!\|"\|?>))'
+    r"|(?P<unterminated>.)",  # a quote that no string pattern above could close
+    re.DOTALL,
+)
+_COLON = re.compile(r"\s*:")
+_SINGLE_ESCAPE = re.compile(r"\\(.)|\"", re.DOTALL)
+_CLOSERS = {"}": "{", "]": "["}
+_NOT_VALUES = ("{", "[", ",", ":")  # a comma after these is not trailing a value
+
+
+def strip_fence(text: str) -> str:
+    """Return the inside of one markdown fence (```` ```json ```` or ```` ``` ````) around ``text``.
+
+    Text that is not entirely one fenced block is returned unchanged.
+    """
+    stripped = text.strip()
+    newline = stripped.find("\n")
+    if newline < 0 or not (stripped.startswith("```") and stripped.endswith("```")):
+        return text
+    if stripped[3:newline].strip().lower() not in ("", "json"):
+        return text
+    return stripped[newline + 1 : -3]
+
+
+def loads(text: str) -> object:
+    """Parse ``text`` as JSON after the conservative repairs; raise ``ValueError`` if that fails."""
+    body = strip_fence(text).strip()
+    try:
+        return _loads_repaired(body)
+    except ValueError:
+        inner = body[1:-1]
+        if not (body.startswith("{") and body.endswith("}") and inner.lstrip().startswith("{")):
+            raise
+    value = _loads_repaired(inner)
+    if not isinstance(value, dict):
+        raise ValueError("redundant braces around a non-object")
+    return value
+
+
+def _loads_repaired(text: str) -> object:
+    """``json.loads`` of the repaired text; ``ValueError`` for every failure."""
+    try:
+        return json.loads(_repair(text))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _single_to_double(token: str) -> str:
+    """``'k"\\'ey'`` -> ``"k\\"'ey"``: unescape ``\\'``, escape ``"``, keep other escapes."""
+
+    def fix(m: re.Match[str]) -> str:
+        if m.group(0) == '"':
+            return '\\"'
+        return "'" if m.group(1) == "'" else m.group(0)
+
+    return '"' + _SINGLE_ESCAPE.sub(fix, token[1:-1]) + '"'
+
+
+def _repair(text: str) -> str:
+    """Rewrite quotes, keys and trailing commas token by token.
+
+    Raise ``ValueError`` for an unterminated string, a single-quoted value or a mismatched bracket.
+    """
+    out: list[str] = []
+    stack: list[str] = []  # open brackets
+    expect_key = False  # right after "{" or "," inside an object
+    last = before_last = -1  # output indices of the last two significant tokens
+    for m in _TOKEN.finditer(text):
+        kind, token = m.lastgroup, m.group()
+        if kind == "space":
+            out.append(token)
+            continue
+        if kind == "unterminated":
+            raise ValueError(f"unterminated string at {m.start()}")
+        if kind == "string":
+            token = '"' + m.group("text") + '"'
+        elif kind == "single":
+            if not expect_key:
+                raise ValueError(f"single-quoted value at {m.start()}")
+            token = _single_to_double(token)
+        elif kind == "name" and expect_key and _COLON.match(text, m.end()):
+            token = f'"{token}"'
+        elif kind == "punct" and token in "{[":
+            stack.append(token)
+        elif kind == "punct" and token in "}]":
+            if not stack or stack.pop() != _CLOSERS[token]:
+                raise ValueError(f"mismatched {token!r} at {m.start()}")
+            if out[last] == "," and out[before_last] not in _NOT_VALUES:  # an opener precedes the comma
+                out[last] = ""  # trailing comma
+        expect_key = kind == "punct" and (token == "{" or (token == "," and stack[-1:] == ["{"]))
+        out.append(token)
+        last, before_last = len(out) - 1, last
+    return "".join(out)

@@ -1,0 +1,224 @@
+"""relaxed_json: the listed repairs work, everything else is refused (never invented)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from textcalls.relaxed_json import loads, strip_fence
+
+# --- must fail: nothing may be invented -------------------------------------------------
+
+MUST_FAIL = [
+    '{tool:"X",{guild_id:"Y"}}',  # an object where a key belongs
+    "{tags:[hi,bye]}",  # bare values are never quoted
+    '{"a":1]',  # mismatched bracket
+    "not json",
+    "",
+    "{",
+]
+
+
+@pytest.mark.parametrize("text", MUST_FAIL)
+def test_never_invents(text):
+    with pytest.raises(ValueError):
+        loads(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "   ",
+        '{"a": "unterminated}',
+        "{<|\"|>a<|\"|>: <|\"|>unterminated}",
+        "{'unterminated: 1}",
+        '{"a": 1}}',  # extra closer
+        '{"a": 1',  # missing closer
+        "[1,,]",  # a double comma is not a trailing comma
+        "{,}",
+        "[,]",
+        '{"a":,}',
+        "{a: b}",  # bare value
+        '{"a": \'x\'}',  # single-quoted values are not repaired
+        "['a']",
+        "{{{\"a\": 1}}}",  # only one pair of redundant braces
+        '{{"a": 1}, {"b": 2}}',
+        "{[1]}",
+        "{a b: 1}",
+        '{"a": 1} trailing text',
+        '```python\n{"a": 1}\n```',  # only json or bare fences
+        '```json\n```json\n{"a": 1}\n```\n```',  # one fence only
+        '```json\n{"a": 1}',  # unclosed fence
+    ],
+)
+def test_other_broken_text_is_refused(text):
+    with pytest.raises(ValueError):
+        loads(text)
+
+
+# --- repairs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('```json\n{"a":1}\n```', {"a": 1}),
+        ('```\n{"a": 1}\n```', {"a": 1}),
+        ('  \n```json\n {"a": 1} \n```\n  ', {"a": 1}),
+        ("```JSON\n[1, 2]\n```", [1, 2]),
+        ('```json\n{a: 1,}\n```', {"a": 1}),
+    ],
+)
+def test_fence(text, expected):
+    assert loads(text) == expected
+
+
+def test_strip_fence():
+    assert strip_fence('```json\n{"a": 1}\n```').strip() == '{"a": 1}'
+    assert strip_fence("```\n[]\n```").strip() == "[]"
+    assert strip_fence("```json\n```") == ""
+    for text in ('{"a": 1}', "```json {}```", "```py\n{}\n```", "```json\n{}"):
+        assert strip_fence(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{<|"|>name<|"|>:<|"|>x<|"|>}', {"name": "x"}),
+        ('{<|">name<|">: <|">x<|">}', {"name": "x"}),
+        ('{"a": <|"|>b<|"|>, <|">c<|">: "d"}', {"a": "b", "c": "d"}),
+        ('{<|"|>a<|"|>: <|"|>say \\"hi\\" <b><|"|>}', {"a": 'say "hi" <b>'}),
+        ('[<|"|><|"|>]', [""]),
+    ],
+)
+def test_leaked_quote_tokens(text, expected):
+    assert loads(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{toolkits:["discord"]}', {"toolkits": ["discord"]}),
+        ("{$ref: 1, _a-b: 2, x9: 3}", {"$ref": 1, "_a-b": 2, "x9": 3}),
+        ("{a : true, b:false, c: null}", {"a": True, "b": False, "c": None}),
+        ('{a: {b: [{c: "d"}]}}', {"a": {"b": [{"c": "d"}]}}),
+        ('{"x": "{a: 1,}", y: 2}', {"x": "{a: 1,}", "y": 2}),  # strings untouched
+        ("{\n  a:\n  1\n}", {"a": 1}),
+    ],
+)
+def test_bare_keys(text, expected):
+    assert loads(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{'name': \"x\", 'arguments': {}}", {"name": "x", "arguments": {}}),
+        ("{'it\\'s': 1}", {"it's": 1}),
+        ("{'say \"hi\"': 1}", {'say "hi"': 1}),
+        ("{'a\\nb': 1}", {"a\nb": 1}),
+        ("{'a\\\\': 1}", {"a\\": 1}),
+        ("{'': 1}", {"": 1}),
+    ],
+)
+def test_single_quoted_keys(text, expected):
+    assert loads(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a":1,}', {"a": 1}),
+        ("[1,2,]", [1, 2]),
+        ('{"a": [1, ], }', {"a": [1]}),
+        ('{"a": 1 ,\n}', {"a": 1}),
+        ('{"a": ",}",}', {"a": ",}"}),  # ",}" inside a string is kept
+        ('[{"a": "]"},]', [{"a": "]"}]),
+        ("[[],]", [[]]),
+    ],
+)
+def test_trailing_commas(text, expected):
+    assert loads(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{{"tool":"X"}}', {"tool": "X"}),
+        ('{ {"tool": "X"} }', {"tool": "X"}),
+        ('{{"a": "}"}}', {"a": "}"}),
+        ('{{tool: "X",}}', {"tool": "X"}),
+    ],
+)
+def test_redundant_outer_braces(text, expected):
+    assert loads(text) == expected
+
+
+def test_nested_combination():
+    assert loads('{name: "f", arguments: {city: "Paris",},}') == {"name": "f", "arguments": {"city": "Paris"}}
+    assert loads("```json\n{'name': <|\"|>f<|\"|>, arguments: {'a': [1, 2,],},}\n```") == {
+        "name": "f",
+        "arguments": {"a": [1, 2]},
+    }
+
+
+def test_valid_json_passes_through():
+    assert loads('{"a": [1, 2.5, "x", true, null], "b": {}}') == {"a": [1, 2.5, "x", True, None], "b": {}}
+    assert loads('"text"') == "text"
+    assert loads("  7  ") == 7
+
+
+def test_too_deep_is_value_error():
+    with pytest.raises(ValueError):
+        loads("[" * 100_000 + "]" * 100_000)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{a: 1, " * 150_000 + "}",  # token-dense
+        '"' + '\\"' * 500_000,  # unterminated string full of escapes
+        '"' + "<" * 1_000_000,
+        "<|\"|>" * 200_000 + "<|",
+        "{'" + "\\'" * 500_000,
+        '{"a": "' + "x" * 1_000_000 + '",}',
+        "[" * 1_000_000,
+    ],
+)
+def test_one_megabyte_is_fast(text):
+    start = time.perf_counter()
+    try:
+        loads(text)
+    except ValueError:
+        pass
+    assert time.perf_counter() - start < 10  # quadratic behaviour would take hours
+
+
+# --- properties ------------------------------------------------------------------------
+
+FRAGMENTS = ['"', "'", '<|"|>', '<|">', "{", "}", "[", "]", ",", ":", " ", "\\", "a", "1", "```json\n", "\n```"]
+
+
+@given(st.one_of(st.text(), st.lists(st.sampled_from(FRAGMENTS)).map("".join)))
+def test_returns_or_raises_value_error(text):
+    try:
+        loads(text)
+    except ValueError:
+        pass
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=20,
+)
+
+
+@given(json_values, st.sampled_from([None, 0, 2]))
+def test_valid_json_is_unchanged(value, indent):
+    text = json.dumps(value, indent=indent)
+    assert loads(text) == json.loads(text)
