@@ -6,6 +6,7 @@ Same functions, same answers as the twin; the scanning rules are stated once, in
 Python objects are made only at the edges: the slices that are emitted or held, and the calls.
 """
 
+cimport cython
 from libc.string cimport memchr
 
 from textcalls.bodies import call_from_block
@@ -282,6 +283,7 @@ cdef class StreamScrubber:
         self._opener = None
         self._parts = []
 
+    @cython.always_allow_keywords(False)  # METH_O, the call path of list.append
     def feed(self, delta):
         """Take the next delta; return the text that can be shown now."""
         cdef int kind
@@ -305,6 +307,8 @@ cdef class StreamScrubber:
         if self._closed:
             return ""
         self._closed = True
+        if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0:
+            return ""
         return self._run(self._held, True)
 
     cdef inline void _emit(self, list out, str text):

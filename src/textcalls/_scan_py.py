@@ -156,6 +156,8 @@ class StreamScrubber:
         if self._closed:
             return ""
         self._closed = True
+        if self._opener is None and not self._held:
+            return ""
         return self._run(self._held, True)
 
     # -- the state machine --------------------------------------------------------------------

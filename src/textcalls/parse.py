@@ -11,7 +11,7 @@ from .toolcall import ToolCall
 __all__ = ["Parsed", "parse"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Parsed:
     """What ``parse`` recovered from one text.
 

@@ -1,0 +1,81 @@
+"""Core benchmarks: streaming feed and parse, Cython vs the twin vs C-level baselines.
+
+    python -m pytest benchmarks/bench_core.py --benchmark-only -q
+"""
+
+import pytest
+
+from textcalls import _scan, _scan_c, _scan_py, parse
+
+from . import corpora
+from .conftest import ratio
+
+CORPORA = {name: getattr(corpora, name)() for name in ("prose", "html", "calls", "deepseek")}
+DELTAS = {name: corpora.deltas(text) for name, text in CORPORA.items()}
+IMPLS = {"c": _scan_c, "py": _scan_py}
+
+ratio("feed per prose delta (Cython) / list.append", "stream-prose-c", "append-prose", "target <= 1.5")
+ratio("feed per prose delta (Cython) / `'<' in delta`", "stream-prose-c", "contains-prose")
+ratio("parse prose (Cython) / str.find('<')", "parse-prose-c", "find-prose", "target <= 3")
+for corpus in CORPORA:
+    ratio(f"stream {corpus}: twin / Cython", f"stream-{corpus}-py", f"stream-{corpus}-c",
+          "target >= 5" if corpus == "html" else "")
+    ratio(f"parse {corpus}: twin / Cython", f"parse-{corpus}-py", f"parse-{corpus}-c",
+          "target >= 10" if corpus == "html" else "")
+for corpus in ("calls", "deepseek", "html"):
+    ratio(f"feed per {corpus} delta (Cython) / list.append", f"stream-{corpus}-c", f"append-{corpus}")
+ratio("1-char deltas in one block: 1 MiB / 256 KiB (linear = 4)", "block-1m", "block-256k", "target ~ 4")
+
+
+def _stream(mod, deltas):
+    feed = mod.StreamScrubber().feed
+    for d in deltas:
+        feed(d)
+
+
+def _append(deltas):
+    out = []
+    append = out.append
+    for d in deltas:
+        append(d)
+
+
+def _contains(deltas):
+    for d in deltas:
+        "<" in d  # noqa: B015 - the cost of the check is what is measured
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_append_baseline(bench, corpus):
+    bench(f"append-{corpus}", _append, DELTAS[corpus])
+
+
+def test_contains_baseline(bench):
+    bench("contains-prose", _contains, DELTAS["prose"])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_stream(bench, impl, corpus):
+    bench(f"stream-{corpus}-{impl}", _stream, IMPLS[impl], DELTAS[corpus])
+
+
+def test_find_baseline(bench):
+    bench("find-prose", CORPORA["prose"].find, "<")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_parse(bench, monkeypatch, impl, corpus):
+    monkeypatch.setattr(_scan, "impl", IMPLS[impl])
+    bench(f"parse-{corpus}-{impl}", parse, CORPORA[corpus])
+
+
+def _block_stream(size):
+    text = '<tool_call>{"name": "big", "arguments": {"v": "' + "v" * size + '"}}</tool_call>'
+    return list(text)
+
+
+@pytest.mark.parametrize(("name", "size"), [("block-256k", 256 * 1024), ("block-1m", 1024 * 1024)])
+def test_one_char_deltas_in_a_block(bench, name, size):
+    bench(name, _stream, _scan_c, _block_stream(size))
