@@ -2,44 +2,31 @@
 # cython: freethreading_compatible = True
 """The hot path in Cython: ``_scan_py`` again, over the str's own buffer (PEP 393 kinds).
 
-Same functions, same answers as the twin; the scanning rules are stated once, in the README.
-Python objects are made only at the edges: the slices that are emitted or held, and the calls.
+Same functions, same answers as the twin, built from the same table (``markers.py``); the scanning
+rules are stated once, in the README. Python objects are made only at the edges: the slices that
+are emitted or held, and the calls.
 """
 
 cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
-from textcalls.bodies import call_from_block
-from textcalls.markers import (
-    ATTR_MAX, DEEPSEEK, DEEPSEEK_CLOSE, DEEPSEEK_OPEN, DEEPSEEK_SECTION_CLOSE, DEEPSEEK_SECTION_OPEN,
-    HERMES, HERMES_CLOSE, HERMES_DELIMITERS, HERMES_OPEN, HOLD_LITERALS, MAX_BLOCK, SECTION_GAP_MAX,
-    WHITESPACE,
-)
+from textcalls._table import UNKNOWN_TOOLS, read_block, table_for
+from textcalls.dialects import Context
+from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object) noexcept
     const void* PyUnicode_DATA(object) noexcept
     Py_ssize_t PyUnicode_GET_LENGTH(object) noexcept
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
-    int PyUnicode_1BYTE_KIND
 
 
-# -- the marker table, as C arrays ----------------------------------------------------------------
-
-DEF LIT_MAX = 32
+DEF LIT_MAX = 40
 
 ctypedef struct Lit:
     Py_UCS4 ch[LIT_MAX]
     Py_ssize_t n
-
-cdef Lit L_HOPEN, L_HCLOSE, L_DOPEN, L_DCLOSE, L_SOPEN, L_SCLOSE
-cdef Lit L_HOLD[4]
-cdef Py_ssize_t N_HOLD = 0
-cdef bint IS_DELIM[128]
-cdef bint IS_WS[128]
-cdef Py_ssize_t C_ATTR_MAX = ATTR_MAX
-cdef Py_ssize_t C_GAP_MAX = SECTION_GAP_MAX
-cdef Py_ssize_t NEVER = (<Py_ssize_t>1) << 62
 
 
 cdef void _lit(Lit* lit, str text) except *:
@@ -50,20 +37,13 @@ cdef void _lit(Lit* lit, str text) except *:
         lit.ch[k] = ord(text[k])
 
 
-_lit(&L_HOPEN, HERMES_OPEN)
-_lit(&L_HCLOSE, HERMES_CLOSE)
-_lit(&L_DOPEN, DEEPSEEK_OPEN)
-_lit(&L_DCLOSE, DEEPSEEK_CLOSE)
-_lit(&L_SOPEN, DEEPSEEK_SECTION_OPEN)
-_lit(&L_SCLOSE, DEEPSEEK_SECTION_CLOSE)
-if len(HOLD_LITERALS) > 4:
-    raise ValueError("HOLD_LITERALS: at most 4")
-for _t in HOLD_LITERALS:
-    _lit(&L_HOLD[N_HOLD], _t)
-    N_HOLD += 1
+cdef bint IS_WS[128]
 for _c in range(128):
-    IS_DELIM[_c] = chr(_c) in HERMES_DELIMITERS
     IS_WS[_c] = chr(_c) in WHITESPACE
+cdef Py_ssize_t C_ATTR_MAX = ATTR_MAX
+cdef Py_ssize_t C_GAP_MAX = SECTION_GAP_MAX
+cdef Py_ssize_t NEVER = (<Py_ssize_t>1) << 62
+
 
 # the stems may_contain_markup looks for, raw (str and UTF-8) and JSON-escaped
 cdef Lit S_TOOL, S_HCALL, S_CALL, S_LT, S_LT_ESC, S_BAR, S_BAR_ESC, S_LOW, S_LOW_ESC, S_BAR8, S_LOW8
@@ -82,12 +62,19 @@ _lit(&S_LOW8, "\u2581".encode("utf-8").decode("latin-1"))
 
 # -- character helpers ----------------------------------------------------------------------------
 
-cdef inline bint _delim(Py_UCS4 c) noexcept nogil:
-    return c < 128 and IS_DELIM[c]
-
-
 cdef inline bint _ws(Py_UCS4 c) noexcept nogil:
     return c < 128 and IS_WS[c]
+
+
+cdef inline int _match(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, const Lit* lit) noexcept nogil:
+    """1 if ``lit`` starts at ``i``; -1 if the text ends inside a prefix of it; else 0."""
+    cdef Py_ssize_t k
+    for k in range(lit.n):
+        if i + k >= n:
+            return -1
+        if PyUnicode_READ(kind, d, i + k) != lit.ch[k]:
+            return 0
+    return 1
 
 
 cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize_t end, Py_UCS4 ch) noexcept nogil:
@@ -107,31 +94,6 @@ cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize
     return -1
 
 
-cdef inline int _match(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, const Lit* lit) noexcept nogil:
-    """1 if ``lit`` starts at ``i``; -1 if the text ends inside a prefix of it; else 0."""
-    cdef Py_ssize_t k
-    for k in range(lit.n):
-        if i + k >= n:
-            return -1
-        if PyUnicode_READ(kind, d, i + k) != lit.ch[k]:
-            return 0
-    return 1
-
-
-cdef inline int _opener_at(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint final) noexcept nogil:
-    """1 if a call opener (Hermes with its delimiter, or DeepSeek) starts at ``i``; -1 undecided; else 0."""
-    cdef int r = _match(kind, d, n, i, &L_HOPEN)
-    cdef Py_ssize_t j
-    if r == 1:
-        j = i + L_HOPEN.n
-        if j == n:
-            return 0 if final else -1
-        return 1 if _delim(PyUnicode_READ(kind, d, j)) else 0
-    if r == 0:
-        r = _match(kind, d, n, i, &L_DOPEN)
-    return 0 if (r == -1 and final) else r
-
-
 cdef bint _all_ws(str text):
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
@@ -140,6 +102,150 @@ cdef bint _all_ws(str text):
         if not _ws(PyUnicode_READ(kind, d, i)):
             return False
     return True
+
+
+# -- the table, as C arrays -----------------------------------------------------------------------
+
+ctypedef struct Entry:
+    Lit lit             # an opener (blocks) or a marker literal
+    bint block
+    int k               # index in the table's blocks or markers
+    bint strong         # blocks: meeting this opener inside another block makes that block prose
+    bint tag            # blocks: attributes follow, up to '>'
+    bint delim[128]     # blocks with tag: the characters that may follow the literal
+    bint before         # markers: before an opener of `dialect` (else after the end of one of its blocks)
+    int dialect
+
+
+@cython.final
+cdef class _CSpec:
+    """A table arranged for scanning: entries by first character, longest first (first-character dispatch)."""
+
+    cdef object table
+    cdef Entry* entries
+    cdef int n_entries
+    cdef Lit* closers           # per block kind
+    cdef bint* json_end         # per block kind: ends where its JSON value ends
+    cdef bint* json_strings     # per block kind
+    cdef int* block_dialect     # per block kind
+    cdef bint first[128]        # first characters of every literal
+    cdef bint strong_first[128]
+    cdef Py_UCS4 first_chars[8]
+    cdef int n_first
+    cdef Py_ssize_t longest
+    cdef list dialects
+
+    def __cinit__(self, table):
+        cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c
+        cdef Entry* en
+        self.table = table
+        self.n_entries = nb + nm
+        self.entries = <Entry*>PyMem_Malloc(max(1, self.n_entries) * sizeof(Entry))
+        self.closers = <Lit*>PyMem_Malloc(max(1, nb) * sizeof(Lit))
+        self.json_end = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
+        self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
+        self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
+        if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect):
+            raise MemoryError()
+        self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
+        for c in range(128):
+            self.first[c] = False
+            self.strong_first[c] = False
+        self.n_first = 0
+        self.longest = 1
+        items = [(b.opener, True, k, b) for k, b in enumerate(table.blocks)]
+        items += [(m.literal, False, k, m) for k, m in enumerate(table.markers)]
+        items.sort(key=lambda it: -len(it[0]))
+        for text, is_block, k, obj in items:
+            if ord(text[0]) >= 128:
+                raise ValueError(f"a marker literal must start with an ASCII character: {text!r}")
+            en = &self.entries[e]
+            _lit(&en.lit, text)
+            en.block = is_block
+            en.k = k
+            en.strong = is_block and obj.strong
+            en.tag = is_block and obj.delimiters is not None
+            for c in range(128):
+                en.delim[c] = en.tag and chr(c) in obj.delimiters
+            en.before = (not is_block) and obj.before
+            en.dialect = self.dialects.index(obj.dialect)
+            if not self.first[ord(text[0])]:
+                if self.n_first == 8:
+                    raise ValueError("at most 8 distinct first characters")
+                self.first[ord(text[0])] = True
+                self.first_chars[self.n_first] = ord(text[0])
+                self.n_first += 1
+            if en.strong:
+                self.strong_first[ord(text[0])] = True
+            self.longest = max(self.longest, len(text))
+            e += 1
+        for k, b in enumerate(table.blocks):
+            _lit(&self.closers[k], b.closer or "")
+            self.json_end[k] = b.closer is None
+            self.json_strings[k] = b.json_strings
+            self.block_dialect[k] = self.dialects.index(b.dialect)
+
+    def __dealloc__(self):
+        PyMem_Free(self.entries)
+        PyMem_Free(self.closers)
+        PyMem_Free(self.json_end)
+        PyMem_Free(self.json_strings)
+        PyMem_Free(self.block_dialect)
+
+    cdef inline Py_ssize_t find_first(self, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
+        """Index of the next character that can begin a literal, in [start, end), or -1."""
+        cdef Py_ssize_t best = -1, i
+        cdef int f
+        cdef Py_UCS4 c
+        if kind == 1:
+            for f in range(self.n_first):
+                i = _find(kind, d, start, end if best < 0 else best, self.first_chars[f])
+                if i >= 0:
+                    best = i
+            return best
+        for i in range(start, end):
+            c = PyUnicode_READ(kind, d, i)
+            if c < 128 and self.first[c]:
+                return i
+        return -1
+
+    cdef int opener_at(self, int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint final) noexcept:
+        """1 if a strong opener (a tag one with its delimiter) starts at ``i``; -1 undecided; else 0."""
+        cdef bint undecided = False
+        cdef int e, r
+        cdef Py_ssize_t j
+        cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
+        cdef Entry* en
+        if c >= 128 or not self.strong_first[c]:
+            return 0
+        for e in range(self.n_entries):
+            en = &self.entries[e]
+            if not en.strong or en.lit.ch[0] != c:
+                continue
+            r = _match(kind, d, n, i, &en.lit)
+            if r == -1:
+                undecided = True
+            elif r == 1:
+                j = i + en.lit.n
+                if not en.tag:
+                    return 1
+                if j < n:
+                    c = PyUnicode_READ(kind, d, j)
+                    if c < 128 and en.delim[c]:
+                        return 1
+                else:
+                    undecided = True
+        return -1 if undecided and not final else 0
+
+
+cdef dict _CSPECS = {}
+
+
+cdef _CSpec _cspec(table):
+    spec = _CSPECS.get(id(table))
+    if spec is None or (<_CSpec>spec).table is not table:
+        spec = _CSPECS[id(table)] = _CSpec(table)
+    return <_CSpec>spec
 
 
 # -- may_contain_markup ---------------------------------------------------------------------------
@@ -201,36 +307,48 @@ def may_contain_markup(data):
 
 # -- hold_from ------------------------------------------------------------------------------------
 
-def hold_from(text):
+def hold_from(text, *, formats=None):
     """Index from which ``text`` must be held back because it may begin an opener; ``len(text)`` if none.
 
-    (1) the first ``<tool_call`` followed by end of text, ``>``, ``|`` or whitespace with no ``>``
-    after it and fewer than ATTR_MAX characters after it; else (2) the start of the longest suffix
-    that is a proper prefix of a marker in HOLD_LITERALS; else (3) ``len(text)``.
+    (1) the first tag opener (``<tool_call``) followed by end of text or one of its delimiters with no
+    ``>`` after it and fewer than ATTR_MAX characters after it; else (2) the start of the longest
+    suffix that is a proper prefix of an opener or marker literal; else (3) ``len(text)``.
     """
     if not isinstance(text, str):
         raise TypeError(f"hold_from() expects str, not {type(text).__name__}")
+    cdef _CSpec spec = _cspec(table_for(formats))
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-    cdef Py_ssize_t last_gt = -1, i, j, k, start, longest = 0
+    cdef Py_ssize_t last_gt = -1, i, j, start
+    cdef Py_UCS4 c
+    cdef int e
+    cdef Entry* en
     for i in range(n - 1, -1, -1):
         if PyUnicode_READ(kind, d, i) == 0x3E:
             last_gt = i
             break
-    start = max(last_gt - L_HOPEN.n + 1, n - C_ATTR_MAX - L_HOPEN.n, 0)
+    start = max(last_gt - spec.longest + 1, n - C_ATTR_MAX - spec.longest, 0)
     for i in range(start, n):
-        if PyUnicode_READ(kind, d, i) != 0x3C or _match(kind, d, n, i, &L_HOPEN) != 1:
+        c = PyUnicode_READ(kind, d, i)
+        if c >= 128 or not spec.first[c]:
             continue
-        j = i + L_HOPEN.n
-        if j > last_gt and n - j < C_ATTR_MAX and (j == n or _delim(PyUnicode_READ(kind, d, j))):
-            return i
-    for k in range(N_HOLD):
-        longest = max(longest, L_HOLD[k].n)
-    for i in range(max(0, n - longest + 1), n):
-        if PyUnicode_READ(kind, d, i) == 0x3C:
-            for k in range(N_HOLD):
-                if n - i < L_HOLD[k].n and _match(kind, d, n, i, &L_HOLD[k]) == -1:
+        for e in range(spec.n_entries):
+            en = &spec.entries[e]
+            if not en.tag or _match(kind, d, n, i, &en.lit) != 1:
+                continue
+            j = i + en.lit.n
+            if j > last_gt and n - j < C_ATTR_MAX:
+                if j == n:
+                    return i
+                c = PyUnicode_READ(kind, d, j)
+                if c < 128 and en.delim[c]:
+                    return i
+    for i in range(max(0, n - spec.longest + 1), n):
+        c = PyUnicode_READ(kind, d, i)
+        if c < 128 and spec.first[c]:
+            for e in range(spec.n_entries):
+                if n - i < spec.entries[e].lit.n and _match(kind, d, n, i, &spec.entries[e].lit) == -1:
                     return i
     return n
 
@@ -250,35 +368,47 @@ cdef class StreamScrubber:
     ``feed(delta)`` returns the text that is safe to show now; ``flush()`` ends the stream and
     returns the rest. Whatever the splitting, ``(feeds + flush).strip() == parse(text).content``
     and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
+    ``formats`` names the dialects to recognise (default: the default-on ones); ``tools`` is the
+    request's OpenAI tools list (types XML-style values; calls of other tools follow ``unknown_tools``).
     """
 
     cdef readonly list calls
     cdef readonly Py_ssize_t removed
     cdef readonly Py_ssize_t max_block
+    cdef _CSpec _spec
+    cdef object _ctx
+    cdef str _unknown
     cdef str _held            # unresolved text: a candidate opener, or a block body's undecided tail
     cdef bint _closed
     cdef Py_ssize_t _pos      # stream offset of _held[0]
-    cdef bint _after_deepseek  # only whitespace since the end of a DeepSeek block
+    cdef int _after           # dialect of the block that ended with only whitespace since; -1: none
     cdef Py_ssize_t _poison_until  # blocks opening before this offset are scanned without JSON-string awareness
     cdef str _opener          # inside a block: the opener's text; None outside
-    cdef bint _deepseek       # the open block's family
+    cdef int _k               # inside a block: its kind
+    cdef bint _json_end
     cdef list _parts
     cdef Py_ssize_t _body_len
     cdef Py_ssize_t _gopen
-    cdef bint _raw, _poisoned, _in_str, _esc
+    cdef bint _raw, _poisoned, _in_str, _esc, _lead
+    cdef Py_ssize_t _depth
 
-    def __init__(self, *, max_block=MAX_BLOCK):
+    def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text"):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
             raise ValueError(f"max_block must be >= 1, not {max_block}")
+        if unknown_tools not in UNKNOWN_TOOLS:
+            raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
+        self._spec = _cspec(table_for(formats))
+        self._ctx = Context(tools)
+        self._unknown = unknown_tools
         self.calls = []
         self.removed = 0
         self.max_block = max_block
         self._held = ""
         self._closed = False
         self._pos = 0
-        self._after_deepseek = False
+        self._after = -1
         self._poison_until = 0
         self._opener = None
         self._parts = []
@@ -286,18 +416,16 @@ cdef class StreamScrubber:
     @cython.always_allow_keywords(False)  # METH_O, the call path of list.append
     def feed(self, delta):
         """Take the next delta; return the text that can be shown now."""
-        cdef int kind
         cdef Py_ssize_t n
         if not isinstance(delta, str):
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0:
-            kind = PyUnicode_KIND(delta)
             n = PyUnicode_GET_LENGTH(delta)
-            if _find(kind, PyUnicode_DATA(delta), 0, n, 0x3C) < 0:
-                if self._after_deepseek and not _all_ws(delta):
-                    self._after_deepseek = False
+            if self._spec.find_first(PyUnicode_KIND(delta), PyUnicode_DATA(delta), 0, n) < 0:
+                if self._after >= 0 and not _all_ws(delta):
+                    self._after = -1
                 self._pos += n
                 return delta
         return self._run(self._held + delta, False)
@@ -314,14 +442,14 @@ cdef class StreamScrubber:
     cdef inline void _emit(self, list out, str text):
         if PyUnicode_GET_LENGTH(text):
             out.append(text)
-            if self._after_deepseek and not _all_ws(text):
-                self._after_deepseek = False
+            if self._after >= 0 and not _all_ws(text):
+                self._after = -1
 
     cdef str _run(self, str s, bint final):
         cdef list out = []
-        cdef Py_ssize_t base = self._pos, p = 0, q, c, gbody, close_n
+        cdef Py_ssize_t base = self._pos, p = 0, q, c, gbody, end
         cdef Lexed kind
-        cdef str body, close
+        cdef str body, closer
         while True:
             if self._opener is not None:
                 kind = self._lex(s, p, final, &q)
@@ -332,25 +460,24 @@ cdef class StreamScrubber:
                     self._pos = base + q
                     return "".join(out)
                 if kind == LX_CLOSE:
-                    body = "".join(self._parts) + s[p:q]
-                    close_n = L_DCLOSE.n if self._deepseek else L_HCLOSE.n
-                    self._finish(body)
-                    p = q + close_n
+                    end = q + self._spec.closers[self._k].n
+                    self._finish("".join(self._parts) + s[p:q], out, s[q:end])
+                    p = end
                     continue
                 if kind == LX_OPENER:
                     self._emit(out, self._opener + "".join(self._parts) + s[p:q])
                     self._opener = None
                     p = q
                     continue
-                # No close outside a JSON string within the cap: the first raw close ends the block.
+                # No closer outside a JSON string within the cap: the first raw closer ends the block.
                 body = "".join(self._parts) + s[p:]
-                close = DEEPSEEK_CLOSE if self._deepseek else HERMES_CLOSE
                 gbody = self._gopen + PyUnicode_GET_LENGTH(self._opener)
                 self._poison_until = max(self._poison_until, NEVER if kind == LX_END else gbody + self.max_block + 1)
-                c = body.find(close, 0, self.max_block + len(close))
+                closer = self._spec.table.blocks[self._k].closer or ""
+                c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
                 if c >= 0:
-                    self._finish(body[:c])
-                    s, base = body[c + len(close):], gbody + c + len(close)
+                    self._finish(body[:c], out, closer)
+                    s, base = body[c + len(closer):], gbody + c + len(closer)
                 else:
                     self._emit(out, self._opener[:1])
                     s, base = self._opener[1:] + body, self._gopen + 1
@@ -369,7 +496,7 @@ cdef class StreamScrubber:
         cdef Py_ssize_t search = p, i, a = 0, b = 0
         cdef Cand cand
         while True:
-            i = _find(kind, d, search, n, 0x3C)
+            i = self._spec.find_first(kind, d, search, n)
             if i < 0:
                 self._emit(out, s[p:])
                 self._held = ""
@@ -384,99 +511,127 @@ cdef class StreamScrubber:
             if cand == C_PROSE:
                 search = a
                 continue
-            self._emit(out, s[p:i])
             if cand == C_MARKER:
+                self._emit(out, s[p:i])
                 self.removed += 1
-                self._after_deepseek = False
+                self._after = -1
                 p = search = b
                 continue
-            self._open_block(s[i:b], a == 1, base + i)
+            # a block of kind a, body from b; one opening where a failed block was scanned is prose
+            if self._spec.json_end[a] and base + i < self._poison_until:
+                search = i + 1
+                continue
+            self._emit(out, s[p:i])
+            self._open_block(<int>a, s[i:b], base + i)
             return b
 
     cdef Cand _candidate(self, int kind, const void* d, Py_ssize_t n, str s, Py_ssize_t i, Py_ssize_t p,
                          bint final, Py_ssize_t* a, Py_ssize_t* b) except *:
-        """Classify the '<' at ``i``: hold; prose (a = next search); marker (b = end); block (a = 1 for
-        DeepSeek, b = body start)."""
-        cdef Cand undecided = C_PROSE if final else C_HOLD
-        cdef Py_ssize_t j, wend, gt, k, q, m, stop
-        cdef int r, o
-        cdef bint undecided_any
+        """Classify ``s[i]``: hold; prose (a = next search); marker (b = end); block (a = kind, b = body start).
+
+        A literal the text ends inside, or a test that needs more text, holds (at the end of the stream:
+        that reading fails and the next one is tried)."""
+        cdef _CSpec spec = self._spec
+        cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
+        cdef Py_ssize_t j, wend, gt, q, m, stop
+        cdef int e, f, r, o
+        cdef bint hold_any, found
+        cdef Entry* en
+        cdef Entry* other
         a[0] = i + 1
-        r = _match(kind, d, n, i, &L_HOPEN)
-        if r == -1:
-            return undecided
-        if r == 1:
-            j = i + L_HOPEN.n
-            if j == n:
-                return undecided
-            if not _delim(PyUnicode_READ(kind, d, j)):
-                return C_PROSE
-            wend = min(n, j + C_ATTR_MAX)
-            gt = _find(kind, d, j, wend, 0x3E)
-            stop = gt if gt >= 0 else wend
-            k = _find(kind, d, j, stop, 0x3C)
-            while k >= 0:
-                o = _opener_at(kind, d, n, k, final)
-                if o == 1:
-                    a[0] = k  # an opener inside the attribute text: this one is prose
-                    return C_PROSE
-                if o == -1:
-                    return undecided
-                k = _find(kind, d, k + 1, stop, 0x3C)
-            if gt < 0:
-                return C_PROSE if wend == j + C_ATTR_MAX else undecided
-            a[0] = 0
-            b[0] = gt + 1
-            return C_BLOCK
-        r = _match(kind, d, n, i, &L_DOPEN)
-        if r == 1:
-            a[0] = 1
-            b[0] = i + L_DOPEN.n
-            return C_BLOCK
-        undecided_any = r == -1
-        r = _match(kind, d, n, i, &L_SOPEN)
-        if r == 1:
-            q = i + L_SOPEN.n
-            m = q
-            while m < n and m - q < C_GAP_MAX and _ws(PyUnicode_READ(kind, d, m)):
-                m += 1
-            if m - q >= C_GAP_MAX:
-                return C_PROSE
-            if m == n:
-                return undecided
-            o = _match(kind, d, n, m, &L_DOPEN)
-            if o == 1:
-                b[0] = q
+        # a literal the text ends inside holds the stream (entries are longest first)
+        for e in range(spec.n_entries):
+            if spec.entries[e].lit.ch[0] == c and _match(kind, d, n, i, &spec.entries[e].lit) == -1 and not final:
+                return C_HOLD
+        for e in range(spec.n_entries):
+            en = &spec.entries[e]
+            if en.lit.ch[0] != c or _match(kind, d, n, i, &en.lit) != 1:
+                continue
+            j = i + en.lit.n
+            if en.block:
+                if not en.tag:
+                    a[0] = en.k
+                    b[0] = j
+                    return C_BLOCK
+                if j == n:
+                    if final:
+                        continue
+                    return C_HOLD
+                c = PyUnicode_READ(kind, d, j)
+                if c >= 128 or not en.delim[c]:
+                    c = PyUnicode_READ(kind, d, i)
+                    continue
+                c = PyUnicode_READ(kind, d, i)
+                wend = min(n, j + C_ATTR_MAX)
+                gt = _find(kind, d, j, wend, 0x3E)
+                stop = gt if gt >= 0 else wend
+                for q in range(j, stop):
+                    f = <int>PyUnicode_READ(kind, d, q)
+                    if f >= 128 or not spec.strong_first[f]:
+                        continue
+                    o = spec.opener_at(kind, d, n, q, final)
+                    if o == 1:
+                        a[0] = q  # an opener inside the attribute text: this one is prose
+                        return C_PROSE
+                    if o == -1:
+                        return C_HOLD
+                if gt >= 0:
+                    a[0] = en.k
+                    b[0] = gt + 1
+                    return C_BLOCK
+                if wend < j + C_ATTR_MAX and not final:
+                    return C_HOLD
+                continue
+            if en.before:
+                m = j
+                while m < n and m - j < C_GAP_MAX and _ws(PyUnicode_READ(kind, d, m)):
+                    m += 1
+                if m - j >= C_GAP_MAX:
+                    continue
+                if m == n:
+                    if final:
+                        continue
+                    return C_HOLD
+                found = False
+                hold_any = False
+                for f in range(spec.n_entries):
+                    other = &spec.entries[f]
+                    if other.block and other.dialect == en.dialect:
+                        r = _match(kind, d, n, m, &other.lit)
+                        found = found or r == 1
+                        hold_any = hold_any or r == -1
+                if found:
+                    b[0] = j
+                    return C_MARKER
+                if hold_any and not final:
+                    return C_HOLD
+            elif self._after == en.dialect and _all_ws(s[p:i]):
+                b[0] = j
                 return C_MARKER
-            return undecided if o == -1 else C_PROSE
-        undecided_any = undecided_any or r == -1
-        r = _match(kind, d, n, i, &L_SCLOSE)
-        if r == 1:
-            if self._after_deepseek and _all_ws(s[p:i]):
-                b[0] = i + L_SCLOSE.n
-                return C_MARKER
-            return C_PROSE
-        if undecided_any or r == -1:
-            return undecided
         return C_PROSE
 
-    cdef void _open_block(self, str opener, bint deepseek, Py_ssize_t gopen):
+    cdef void _open_block(self, int k, str opener, Py_ssize_t gopen):
         self._opener = opener
-        self._deepseek = deepseek
+        self._k = k
+        self._json_end = self._spec.json_end[k]
         self._parts = []
         self._body_len = 0
         self._gopen = gopen
-        self._poisoned = gopen < self._poison_until
+        self._poisoned = gopen < self._poison_until or not self._spec.json_strings[k]
         self._raw = True
         self._in_str = False
         self._esc = False
+        self._depth = 0
+        self._lead = True
 
-    cdef int _finish(self, str body) except -1:
-        call = call_from_block(DEEPSEEK if self._deepseek else HERMES, body)
-        if call is not None:
-            self.calls.append(call)
-        self.removed += 1
-        self._after_deepseek = self._deepseek
+    cdef int _finish(self, str body, list out, str closer) except -1:
+        calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
+        if calls is None:  # not a call: the block's text stays
+            self._emit(out, self._opener + body + closer)
+        else:
+            self.calls.extend(calls)
+            self.removed += 1
+            self._after = self._spec.block_dialect[self._k]
         self._opener = None
         return 0
 
@@ -487,7 +642,8 @@ cdef class StreamScrubber:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
         cdef Py_ssize_t limit = p + (self.max_block - self._body_len) + 1
         cdef Py_ssize_t end = min(n, limit)
-        cdef const Lit* close = &L_DCLOSE if self._deepseek else &L_HCLOSE
+        cdef const Lit* closer = &self._spec.closers[self._k]
+        cdef _CSpec spec = self._spec
         cdef Py_UCS4 c
         cdef int r
         if self._esc and p < end:
@@ -505,19 +661,36 @@ cdef class StreamScrubber:
                         self._esc = True
                 p += 1
                 continue
-            if c == 0x7B and self._raw and not self._poisoned:  # '{'
+            if self._json_end:
+                if self._raw:
+                    if c == 0x7B or (c == 0x5B and self._lead):  # '{', or '[' first
+                        self._raw = False
+                        self._depth = 1
+                    elif not _ws(c):
+                        self._lead = False
+                elif c == 0x7B or c == 0x5B:
+                    self._depth += 1
+                elif c == 0x7D or c == 0x5D:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        out[0] = p + 1
+                        return LX_CLOSE
+                elif c == 0x22:
+                    self._in_str = True
+            elif c == 0x7B and self._raw and not self._poisoned:  # '{'
                 self._raw = False
             elif c == 0x22 and not self._raw:
                 self._in_str = True
-            elif c == 0x3C:  # '<'
-                r = _match(kind, d, n, p, close)
+            elif closer.n and c == closer.ch[0]:
+                r = _match(kind, d, n, p, closer)
                 if r == 1:
                     out[0] = p
                     return LX_CLOSE
                 if r == -1 and not final:
                     out[0] = p
                     return LX_MORE
-                r = _opener_at(kind, d, n, p, final)
+            if c < 128 and spec.strong_first[c]:
+                r = spec.opener_at(kind, d, n, p, final)
                 if r == 1:
                     out[0] = p
                     return LX_OPENER
@@ -526,8 +699,8 @@ cdef class StreamScrubber:
                     return LX_MORE
             p += 1
         if p >= limit:
-            # Past the cap: decide once the text a raw close could span is all here.
-            if final or n >= limit + close.n - 1:
+            # Past the cap: decide once the text a raw closer could span is all here.
+            if final or n >= limit + closer.n - 1:
                 out[0] = p
                 return LX_CAP
             out[0] = min(p, n)

@@ -1,40 +1,23 @@
 """The pure-Python twin of the hot path (``_scan_c``): same functions, same answers.
 
 The scanning rules are stated once, in the README's "Scanning rules"; this module and
-``ext/textcalls/_scan_c.pyx`` both implement them and the tests cross-check the two.
+``ext/textcalls/_scan_c.pyx`` both implement them over the same table (``markers.py``) and the
+tests cross-check the two.
 """
 
 from __future__ import annotations
 
 import re
 
-from .bodies import call_from_block
-from .markers import (
-    ATTR_MAX,
-    DEEPSEEK,
-    DEEPSEEK_CLOSE,
-    DEEPSEEK_OPEN,
-    DEEPSEEK_SECTION_CLOSE,
-    DEEPSEEK_SECTION_OPEN,
-    HERMES,
-    HERMES_CLOSE,
-    HERMES_DELIMITERS,
-    HERMES_OPEN,
-    HOLD_LITERALS,
-    MAX_BLOCK,
-    SECTION_GAP_MAX,
-    WHITESPACE,
-)
+from ._table import UNKNOWN_TOOLS, read_block, table_for
+from .dialects import Context
+from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
 __all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
 
 # An opener's stem, raw or JSON-escaped (``\u003c`` for ``<``, ``\uff5c``/``\u2581`` for ``｜``/``▁``).
 _MAYBE_STR = re.compile("(?:<|\\\\u003[cC])tool_call|(?:\uff5c|\\\\u[fF][fF]5[cC])tool(?:\u2581|\\\\u2581)call")
 _MAYBE_BYTES = re.compile(_MAYBE_STR.pattern.encode("utf-8"))
-_HOLD_MAX = max(map(len, HOLD_LITERALS))
-_HERMES_LEN = len(HERMES_OPEN)
-_RAW_STOP = re.compile(r"[<{]")
-_JSON_STOP = re.compile(r'[<"]')
 _STRING_STOP = re.compile(r'["\\]')
 _NEVER = 1 << 62  # "poisoned until the end of the stream"
 
@@ -50,29 +33,74 @@ def may_contain_markup(data) -> bool:
     raise TypeError(f"may_contain_markup() expects str, bytes, bytearray or memoryview, not {type(data).__name__}")
 
 
-def hold_from(text: str) -> int:
+def hold_from(text: str, *, formats=None) -> int:
     """Index from which ``text`` must be held back because it may begin an opener; ``len(text)`` if none.
 
-    (1) the first ``<tool_call`` followed by end of text, ``>``, ``|`` or whitespace with no ``>``
-    after it and fewer than ATTR_MAX characters after it; else (2) the start of the longest suffix
-    that is a proper prefix of a marker in HOLD_LITERALS; else (3) ``len(text)``.
+    (1) the first tag opener (``<tool_call``) followed by end of text or one of its delimiters with no
+    ``>`` after it and fewer than ATTR_MAX characters after it; else (2) the start of the longest
+    suffix that is a proper prefix of an opener or marker literal; else (3) ``len(text)``.
     """
     if not isinstance(text, str):
         raise TypeError(f"hold_from() expects str, not {type(text).__name__}")
+    spec = _spec(table_for(formats))
     n = len(text)
     last_gt = text.rfind(">")
-    i = text.find(HERMES_OPEN, max(last_gt - _HERMES_LEN + 1, n - ATTR_MAX - _HERMES_LEN, 0))
-    while i >= 0:
-        j = i + _HERMES_LEN
-        if j > last_gt and n - j < ATTR_MAX and (j == n or text[j] in HERMES_DELIMITERS):
-            return i
-        i = text.find(HERMES_OPEN, i + 1)
-    for k in range(max(0, n - _HOLD_MAX + 1), n):
-        if text[k] == "<":
+    first = n
+    for lit, delims in spec.tags:
+        i = text.find(lit, max(last_gt - len(lit) + 1, n - ATTR_MAX - len(lit), 0))
+        while 0 <= i < first:
+            j = i + len(lit)
+            if j > last_gt and n - j < ATTR_MAX and (j == n or text[j] in delims):
+                first = i
+                break
+            i = text.find(lit, i + 1)
+    if first < n:
+        return first
+    for k in range(max(0, n - spec.longest + 1), n):
+        if text[k] in spec.by_first:
             tail = text[k:]
-            if any(len(tail) < len(lit) and lit.startswith(tail) for lit in HOLD_LITERALS):
+            if any(len(tail) < len(lit) and lit.startswith(tail) for lit in spec.literals):
                 return k
     return n
+
+
+class _Spec:
+    """A table, arranged for scanning: literals by first character, longest first."""
+
+    def __init__(self, table) -> None:
+        self.table = table
+        self.literals = table.literals
+        self.longest = max(map(len, self.literals), default=1)
+        entries = [(b.opener, "block", k) for k, b in enumerate(table.blocks)]
+        entries += [(m.literal, "marker", k) for k, m in enumerate(table.markers)]
+        self.by_first: dict = {}
+        for entry in sorted(entries, key=lambda e: -len(e[0])):
+            self.by_first.setdefault(entry[0][0], []).append(entry)
+        self.strong: dict = {}
+        for b in sorted((b for b in table.blocks if b.strong), key=lambda b: -len(b.opener)):
+            self.strong.setdefault(b.opener[0], []).append((b.opener, b.delimiters))
+        self.tags = [(b.opener, b.delimiters) for b in table.blocks if b.delimiters is not None]
+        self.first = re.compile("[" + re.escape("".join(self.by_first)) + "]")
+        self.only_first = "".join(self.by_first) if len(self.by_first) == 1 else None
+        self.strong_first = re.compile("[" + re.escape("".join(self.strong)) + "]" if self.strong else "(?!)")
+        self.openers_of = {}
+        for b in table.blocks:
+            self.openers_of.setdefault(b.dialect, []).append(b.opener)
+
+
+_SPECS: dict = {}
+
+
+def _spec(table) -> _Spec:
+    spec = _SPECS.get(id(table))
+    if spec is None or spec.table is not table:
+        spec = _SPECS[id(table)] = _Spec(table)
+    return spec
+
+
+def _search(pattern, s: str, p: int, end: int) -> int:
+    m = pattern.search(s, p, end)
+    return -1 if m is None else m.start()
 
 
 def _match(s: str, i: int, lit: str) -> int:
@@ -84,17 +112,20 @@ def _match(s: str, i: int, lit: str) -> int:
     return 0
 
 
-def _opener_at(s: str, i: int, final: bool) -> int:
-    """1 if a call opener (Hermes with its delimiter, or DeepSeek) starts at ``s[i]``; -1 undecided; else 0."""
-    r = _match(s, i, HERMES_OPEN)
-    if r == 1:
-        j = i + _HERMES_LEN
-        if j == len(s):
-            return 0 if final else -1
-        return 1 if s[j] in HERMES_DELIMITERS else 0
-    if r == 0:
-        r = _match(s, i, DEEPSEEK_OPEN)
-    return 0 if (r == -1 and final) else r
+def _opener_at(spec: _Spec, s: str, i: int, final: bool) -> int:
+    """1 if a strong opener (a tag one with its delimiter) starts at ``s[i]``; -1 undecided; else 0."""
+    undecided = False
+    for lit, delims in spec.strong.get(s[i], ()):
+        r = _match(s, i, lit)
+        if r == -1:
+            undecided = True
+        elif r == 1:
+            j = i + len(lit)
+            if delims is None or (j < len(s) and s[j] in delims):
+                return 1
+            if j == len(s):
+                undecided = True
+    return -1 if undecided and not final else 0
 
 
 def _all_ws(text: str) -> bool:
@@ -107,29 +138,38 @@ class StreamScrubber:
     ``feed(delta)`` returns the text that is safe to show now; ``flush()`` ends the stream and
     returns the rest. Whatever the splitting, ``(feeds + flush).strip() == parse(text).content``
     and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
+    ``formats`` names the dialects to recognise (default: the default-on ones); ``tools`` is the
+    request's OpenAI tools list (types XML-style values; calls of other tools follow ``unknown_tools``).
     """
 
     __slots__ = (
-        "calls", "removed", "max_block", "_held", "_closed", "_pos", "_after_deepseek", "_poison_until",
-        "_opener", "_family", "_close", "_parts", "_body_len", "_gopen", "_raw", "_poisoned", "_in_str", "_esc",
+        "calls", "removed", "max_block", "_spec", "_ctx", "_unknown", "_held", "_closed", "_pos", "_after",
+        "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
+        "_poisoned", "_in_str", "_esc", "_depth", "_lead",
     )
 
-    def __init__(self, *, max_block: int = MAX_BLOCK) -> None:
+    def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text"):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
             raise ValueError(f"max_block must be >= 1, not {max_block}")
+        if unknown_tools not in UNKNOWN_TOOLS:
+            raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
+        self._spec = _spec(table_for(formats))
+        self._ctx = Context(tools)
+        self._unknown = unknown_tools
         self.calls: list = []
         self.removed = 0
         self.max_block = max_block
         self._held = ""  # unresolved text: a candidate opener, or a block body's undecided tail
         self._closed = False
         self._pos = 0  # stream offset of _held[0]
-        self._after_deepseek = False  # only whitespace since the end of a DeepSeek block
+        self._after = None  # dialect of the block that ended with only whitespace since
         self._poison_until = 0  # blocks opening before this offset are scanned without JSON-string awareness
         self._opener = None  # inside a block: the opener's text; None outside
-        self._family = ""
-        self._close = ""
+        self._k = 0  # inside a block: its kind (index in the table's blocks)
+        self._closer = ""
+        self._json_end = False
         self._parts: list = []
         self._body_len = 0
         self._gopen = 0
@@ -137,6 +177,8 @@ class StreamScrubber:
         self._poisoned = False
         self._in_str = False
         self._esc = False
+        self._depth = 0
+        self._lead = True
 
     def feed(self, delta: str) -> str:
         """Take the next delta; return the text that can be shown now."""
@@ -144,9 +186,12 @@ class StreamScrubber:
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
-        if not self._held and self._opener is None and "<" not in delta:
-            if self._after_deepseek and not _all_ws(delta):
-                self._after_deepseek = False
+        spec = self._spec
+        if not self._held and self._opener is None and (
+            spec.only_first not in delta if spec.only_first else spec.first.search(delta) is None
+        ):
+            if self._after is not None and not _all_ws(delta):
+                self._after = None
             self._pos += len(delta)
             return delta
         return self._run(self._held + delta, False)
@@ -165,8 +210,8 @@ class StreamScrubber:
     def _emit(self, out: list, text: str) -> None:
         if text:
             out.append(text)
-            if self._after_deepseek and not _all_ws(text):
-                self._after_deepseek = False
+            if self._after is not None and not _all_ws(text):
+                self._after = None
 
     def _run(self, s: str, final: bool) -> str:
         out: list = []
@@ -181,42 +226,42 @@ class StreamScrubber:
                     self._held = s[q:]
                     self._pos = base + q
                     return "".join(out)
-                body = "".join(self._parts) + s[p:q]
                 if kind == "close":
-                    p = q + len(self._close)
-                    self._finish(body)
+                    end = q + len(self._closer)
+                    self._finish("".join(self._parts) + s[p:q], out, s[q:end])
+                    p = end
                     continue
                 if kind == "opener":
-                    self._emit(out, self._opener + body)
+                    self._emit(out, self._opener + "".join(self._parts) + s[p:q])
                     self._opener = None
                     p = q
                     continue
-                # No close outside a JSON string within the cap: the first raw close ends the block.
+                # No closer outside a JSON string within the cap: the first raw closer ends the block.
                 body = "".join(self._parts) + s[p:]
                 gbody = self._gopen + len(self._opener)
                 self._poison_until = max(self._poison_until, _NEVER if kind == "end" else gbody + self.max_block + 1)
-                c = body.find(self._close, 0, self.max_block + len(self._close))
+                closer = self._closer
+                c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
                 if c >= 0:
-                    close = self._close
-                    self._finish(body[:c])
-                    s, base = body[c + len(close):], gbody + c + len(close)
+                    self._finish(body[:c], out, closer)
+                    s, base = body[c + len(closer):], gbody + c + len(closer)
                 else:
                     self._emit(out, self._opener[0])
                     s, base = self._opener[1:] + body, self._gopen + 1
                     self._opener = None
                 p = 0
                 continue
-            held = self._outside(s, p, base, final, out)
-            if held < 0:
+            p = self._outside(s, p, base, final, out)
+            if p < 0:
                 return "".join(out)
-            p = held
 
     def _outside(self, s: str, p: int, base: int, final: bool, out: list) -> int:
         """Scan prose from ``p``. Returns the body start of a block it opened, or -1 when done."""
         n = len(s)
+        first, only = self._spec.first, self._spec.only_first
         search = p
         while True:
-            i = s.find("<", search)
+            i = s.find(only, search) if only else _search(first, s, search, n)
             if i < 0:
                 self._emit(out, s[p:])
                 self._held, self._pos = "", base + n
@@ -229,106 +274,126 @@ class StreamScrubber:
             if kind == "prose":
                 search = a
                 continue
-            self._emit(out, s[p:i])
             if kind == "marker":
+                self._emit(out, s[p:i])
                 self.removed += 1
-                self._after_deepseek = False
+                self._after = None
                 p = search = b
                 continue
-            # kind == "block": a is the family, b the body start
-            self._open_block(s[i:b], a, base + i)
+            # a block of kind a, body from b; one opening where a failed block was scanned is prose
+            if self._spec.table.blocks[a].closer is None and base + i < self._poison_until:
+                search = i + 1
+                continue
+            self._emit(out, s[p:i])
+            self._open_block(a, s[i:b], base + i)
             return b
 
     def _candidate(self, s: str, i: int, p: int, final: bool):
-        """Classify the '<' at ``s[i]``: ('hold',..), ('prose', next search, _), ('marker', _, end), ('block', family, body start)."""
+        """Classify ``s[i]``: ('hold',..), ('prose', next search, _), ('marker', _, end), ('block', kind, body start).
+
+        A literal the text ends inside, or a test that needs more text, holds (at the end of the stream:
+        that reading fails and the next one is tried)."""
         n = len(s)
-        undecided = ("prose", i + 1, 0) if final else ("hold", 0, 0)
-        r = _match(s, i, HERMES_OPEN)
-        if r == -1:
-            return undecided
-        if r == 1:
-            j = i + _HERMES_LEN
-            if j == n:
-                return undecided
-            if s[j] not in HERMES_DELIMITERS:
-                return ("prose", i + 1, 0)
-            wend = min(n, j + ATTR_MAX)
-            gt = s.find(">", j, wend)
-            k = s.find("<", j, gt if gt >= 0 else wend)
-            while k >= 0:
-                o = _opener_at(s, k, final)
-                if o == 1:
-                    return ("prose", k, 0)  # an opener inside the attribute text: this one is prose
-                if o == -1:
-                    return undecided
-                k = s.find("<", k + 1, gt if gt >= 0 else wend)
-            if gt < 0:
-                return ("prose", i + 1, 0) if wend == j + ATTR_MAX else undecided
-            return ("block", HERMES, gt + 1)
-        r = _match(s, i, DEEPSEEK_OPEN)
-        if r == 1:
-            return ("block", DEEPSEEK, i + len(DEEPSEEK_OPEN))
-        undecided_any = r == -1
-        r = _match(s, i, DEEPSEEK_SECTION_OPEN)
-        if r == 1:
-            q = i + len(DEEPSEEK_SECTION_OPEN)
-            m = q
-            while m < n and m - q < SECTION_GAP_MAX and s[m] in WHITESPACE:
-                m += 1
-            if m - q >= SECTION_GAP_MAX:
-                return ("prose", i + 1, 0)
-            if m == n:
-                return undecided
-            o = _match(s, m, DEEPSEEK_OPEN)
-            if o == 1:
-                return ("marker", 0, q)
-            return undecided if o == -1 else ("prose", i + 1, 0)
-        undecided_any = undecided_any or r == -1
-        r = _match(s, i, DEEPSEEK_SECTION_CLOSE)
-        if r == 1:
-            if self._after_deepseek and _all_ws(s[p:i]):
-                return ("marker", 0, i + len(DEEPSEEK_SECTION_CLOSE))
-            return ("prose", i + 1, 0)
-        if undecided_any or r == -1:
-            return undecided
+        spec = self._spec
+        hold = ("hold", 0, 0)
+        matches = []
+        for entry in spec.by_first.get(s[i], ()):
+            r = _match(s, i, entry[0])
+            if r == -1 and not final:
+                return hold
+            if r == 1:
+                matches.append(entry)
+        for lit, what, k in matches:
+            j = i + len(lit)
+            if what == "block":
+                delims = spec.table.blocks[k].delimiters
+                if delims is None:
+                    return ("block", k, j)
+                if j == n:
+                    if final:
+                        continue
+                    return hold
+                if s[j] not in delims:
+                    continue
+                wend = min(n, j + ATTR_MAX)
+                gt = s.find(">", j, wend)
+                stop = gt if gt >= 0 else wend
+                q = _search(spec.strong_first, s, j, stop)
+                while q >= 0:
+                    o = _opener_at(spec, s, q, final)
+                    if o == 1:
+                        return ("prose", q, 0)  # an opener inside the attribute text: this one is prose
+                    if o == -1:
+                        return hold
+                    q = _search(spec.strong_first, s, q + 1, stop)
+                if gt >= 0:
+                    return ("block", k, gt + 1)
+                if wend < j + ATTR_MAX and not final:
+                    return hold
+                continue
+            marker = spec.table.markers[k]
+            if marker.before:
+                m = j
+                while m < n and m - j < SECTION_GAP_MAX and s[m] in WHITESPACE:
+                    m += 1
+                if m - j >= SECTION_GAP_MAX:
+                    continue
+                if m == n:
+                    if final:
+                        continue
+                    return hold
+                found = [_match(s, m, o) for o in spec.openers_of[marker.dialect]]
+                if 1 in found:
+                    return ("marker", 0, j)
+                if -1 in found and not final:
+                    return hold
+            elif self._after == marker.dialect and _all_ws(s[p:i]):
+                return ("marker", 0, j)
         return ("prose", i + 1, 0)
 
-    def _open_block(self, opener: str, family: str, gopen: int) -> None:
+    def _open_block(self, k: int, opener: str, gopen: int) -> None:
+        block = self._spec.table.blocks[k]
         self._opener = opener
-        self._family = family
-        self._close = HERMES_CLOSE if family == HERMES else DEEPSEEK_CLOSE
+        self._k = k
+        self._closer = block.closer or ""
+        self._json_end = block.closer is None
         self._parts = []
         self._body_len = 0
         self._gopen = gopen
-        self._poisoned = gopen < self._poison_until
+        self._poisoned = gopen < self._poison_until or not block.json_strings
         self._raw = True
         self._in_str = False
         self._esc = False
+        self._depth = 0
+        self._lead = True
 
-    def _finish(self, body: str) -> None:
-        call = call_from_block(self._family, body)
-        if call is not None:
-            self.calls.append(call)
-        self.removed += 1
-        self._after_deepseek = self._family == DEEPSEEK
+    def _finish(self, body: str, out: list, closer: str) -> None:
+        block = self._spec.table.blocks[self._k]
+        calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
+        if calls is None:  # not a call: the block's text stays
+            self._emit(out, self._opener + body + closer)
+        else:
+            self.calls.extend(calls)
+            self.removed += 1
+            self._after = block.dialect
         self._opener = None
 
     def _lex(self, s: str, p: int, final: bool):
         """Lex a block body in ``s`` from ``p``: ('close'|'opener'|'more'|'cap'|'end', index)."""
         n = len(s)
-        limit = p + (self.max_block - self._body_len) + 1  # a close or opener may start before limit
+        limit = p + (self.max_block - self._body_len) + 1  # a closer or opener may start before limit
         end = min(n, limit)
-        close = self._close
+        closer = self._closer
+        spec = self._spec
         if self._esc and p < end:
             p += 1
             self._esc = False
         while p < end:
             if self._in_str:
-                m = _STRING_STOP.search(s, p, end)
-                if m is None:
+                q = _search(_STRING_STOP, s, p, end)
+                if q < 0:
                     p = end
                     break
-                q = m.start()
                 if s[q] == '"':
                     self._in_str = False
                     p = q + 1
@@ -338,40 +403,42 @@ class StreamScrubber:
                     self._esc = True
                     p = n
                 continue
-            if self._raw:
-                q = s.find("<", p, end) if self._poisoned else _search(_RAW_STOP, s, p, end)
-            else:
-                q = _search(_JSON_STOP, s, p, end)
-            if q < 0:
-                p = end
-                break
-            c = s[q]
-            if c == "{":
+            c = s[p]
+            if self._json_end:
+                if self._raw:
+                    if c == "{" or (c == "[" and self._lead):
+                        self._raw = False
+                        self._depth = 1
+                    elif c not in WHITESPACE:
+                        self._lead = False
+                elif c in "{[":
+                    self._depth += 1
+                elif c in "}]":
+                    self._depth -= 1
+                    if self._depth == 0:
+                        return ("close", p + 1)
+                elif c == '"':
+                    self._in_str = True
+            elif c == "{" and self._raw and not self._poisoned:
                 self._raw = False
-                p = q + 1
-            elif c == '"':
+            elif c == '"' and not self._raw:
                 self._in_str = True
-                p = q + 1
-            else:
-                r = _match(s, q, close)
+            elif c == closer[:1]:
+                r = _match(s, p, closer)
                 if r == 1:
-                    return ("close", q)
+                    return ("close", p)
                 if r == -1 and not final:
-                    return ("more", q)
-                o = _opener_at(s, q, final)
+                    return ("more", p)
+            if c in spec.strong:
+                o = _opener_at(spec, s, p, final)
                 if o == 1:
-                    return ("opener", q)
+                    return ("opener", p)
                 if o == -1:
-                    return ("more", q)
-                p = q + 1
+                    return ("more", p)
+            p += 1
         if p >= limit:
-            # Past the cap: decide once the text a raw close could span is all here.
-            if final or n >= limit + len(close) - 1:
+            # Past the cap: decide once the text a raw closer could span is all here.
+            if final or n >= limit + len(closer) - 1:
                 return ("cap", p)
             return ("more", min(p, n))
         return ("end", n) if final else ("more", p)
-
-
-def _search(pattern: re.Pattern, s: str, p: int, end: int) -> int:
-    m = pattern.search(s, p, end)
-    return -1 if m is None else m.start()

@@ -1,0 +1,59 @@
+"""The enabled part of the marker table, as both scanners use it, and what happens when a block ends."""
+
+from __future__ import annotations
+
+import functools
+
+from .dialects import GRAMMARS, Context
+from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
+
+__all__ = ["Table", "table_for", "UNKNOWN_TOOLS"]
+
+UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
+
+
+class Table:
+    """The blocks and markers of the enabled dialects, in table order."""
+
+    __slots__ = ("blocks", "markers", "grammars", "literals")
+
+    def __init__(self, dialects: tuple[str, ...]) -> None:
+        self.blocks: tuple[Block, ...] = tuple(b for b in BLOCKS if b.dialect in dialects)
+        self.markers: tuple[Marker, ...] = tuple(m for m in MARKERS if m.dialect in dialects)
+        self.grammars = tuple(GRAMMARS[b.grammar] for b in self.blocks)
+        #: every literal a stream must hold back a proper prefix of: openers, then markers
+        self.literals: tuple[str, ...] = tuple(b.opener for b in self.blocks) + tuple(m.literal for m in self.markers)
+
+
+@functools.lru_cache(maxsize=64)
+def _table(dialects: tuple[str, ...]) -> Table:
+    return Table(dialects)
+
+
+_DEFAULT = _table(tuple(name for name, on in DIALECTS.items() if on))
+
+
+def table_for(formats) -> Table:
+    """The table for ``formats`` (an iterable of dialect names; ``None``: the default-on dialects)."""
+    if formats is None:
+        return _DEFAULT
+    if isinstance(formats, str) or not hasattr(formats, "__iter__"):
+        raise TypeError(f"formats must be an iterable of dialect names, not {type(formats).__name__}")
+    names = tuple(formats)
+    unknown = [n for n in names if n not in DIALECTS]
+    if unknown:
+        raise ValueError(f"unknown dialect(s) {unknown!r}; textcalls.DIALECTS lists them")
+    return _table(tuple(n for n in DIALECTS if n in names))
+
+
+def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unknown_tools: str):
+    """The calls of a finished block of kind ``k``, or ``None`` when its text stays (not a call, or a
+    call of a tool that was not offered while ``unknown_tools`` is ``"keep_text"``)."""
+    calls = table.grammars[k](opener, body, ctx)
+    if calls is None or not ctx.has_tools or unknown_tools == "accept":
+        return calls
+    if all(ctx.known(c.name) for c in calls):
+        return calls
+    if unknown_tools == "keep_text":
+        return None
+    return [c for c in calls if ctx.known(c.name)]

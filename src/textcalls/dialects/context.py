@@ -1,0 +1,85 @@
+"""What a body grammar may know about the request: the offered tools and their parameter schemas."""
+
+from __future__ import annotations
+
+import json
+import math
+
+__all__ = ["Context"]
+
+
+class Context:
+    """Built from the request's OpenAI ``tools`` list (or ``None``: no schema, values stay strings).
+
+    ``value(tool, param, text)`` types an XML-style string value by the parameter's JSON schema
+    ``type`` (integer, number, boolean, object, array, null; a list of types is tried in order);
+    a value that does not fit, or a parameter without a schema, stays the string ``text``.
+    """
+
+    __slots__ = ("_params",)
+
+    def __init__(self, tools=None) -> None:
+        self._params: dict | None = None
+        if tools is None:
+            return
+        if not isinstance(tools, list):
+            raise TypeError(f"tools must be a list of OpenAI tool objects, not {type(tools).__name__}")
+        self._params = {}
+        for i, tool in enumerate(tools):
+            fn = tool.get("function") if isinstance(tool, dict) else None
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                raise ValueError(f"tools[{i}] is not an OpenAI function tool ({{'type': 'function', 'function': {{'name': …}}}})")
+            schema = fn.get("parameters")
+            props = schema.get("properties") if isinstance(schema, dict) else None
+            self._params[fn["name"]] = props if isinstance(props, dict) else {}
+
+    @property
+    def has_tools(self) -> bool:
+        return self._params is not None
+
+    def known(self, tool: str) -> bool:
+        """Whether ``tool`` was offered (always True when no tools were given)."""
+        return self._params is None or tool in self._params
+
+    def value(self, tool: str, param: str, text: str):
+        """``text`` typed by the schema of ``tool``'s parameter ``param``; the string itself otherwise."""
+        if not self._params:
+            return text
+        schema = self._params.get(tool, {}).get(param)
+        types = schema.get("type") if isinstance(schema, dict) else None
+        for t in types if isinstance(types, list) else [types]:
+            typed = _convert(t, text.strip())
+            if typed is not _NO:
+                return typed
+        return text
+
+
+_NO = object()
+
+
+def _convert(kind, text: str):
+    if kind == "string":
+        return _NO
+    if kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            return _NO
+    if kind == "number":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return _NO
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return value if ok else _NO
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(text.lower(), _NO)
+    if kind == "null":
+        return None if text.lower() in ("null", "none", "") else _NO
+    if kind in ("object", "array"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return _NO
+        return value if isinstance(value, dict if kind == "object" else list) else _NO
+    return _NO
