@@ -8,7 +8,7 @@
 
 from . import _scan
 from ._scan import IMPLEMENTATION
-from .markers import MAX_BLOCK
+from .markers import DIALECTS, MAX_BLOCK
 from .openai import recover_response, should_recover
 from .parse import Parsed, parse
 from .toolcall import ToolCall
@@ -18,6 +18,7 @@ hold_from = _scan.impl.hold_from
 may_contain_markup = _scan.impl.may_contain_markup
 
 __all__ = [
+    "DIALECTS",
     "IMPLEMENTATION",
     "MAX_BLOCK",
     "Parsed",

@@ -21,14 +21,15 @@ def should_recover(native: bool, has_tools: bool, structured_calls: int) -> bool
     return has_tools and (not native or structured_calls == 0)
 
 
-def recover_response(response: dict, *, native: bool, has_tools: bool) -> dict:
+def recover_response(response: dict, *, native: bool, has_tools: bool, **options) -> dict:
     """Recover text tool calls in an OpenAI ``chat.completion`` object.
 
     The gate is applied per choice with that choice's own ``tool_calls`` count. A choice changes
     only when markup was removed from its string ``content``: content becomes the cleaned text
     (``None`` when empty), recovered calls are appended after its ``tool_calls`` and
     ``finish_reason`` becomes ``"tool_calls"`` when any were recovered. The input is never
-    mutated; when no choice changes, the very same object is returned.
+    mutated; when no choice changes, the very same object is returned. ``options`` are ``parse``'s
+    (``formats``, ``tools``, ``unknown_tools``, ``max_block``).
     """
     if not isinstance(response, dict):
         raise TypeError(f"response must be a dict, not {type(response).__name__}")
@@ -39,7 +40,7 @@ def recover_response(response: dict, *, native: bool, has_tools: bool) -> dict:
         raise TypeError(f"response['choices'] must be a list, not {type(choices).__name__}")
     new_choices = None
     for i, choice in enumerate(choices):
-        new = _recover_choice(choice, i, native, has_tools)
+        new = _recover_choice(choice, i, native, has_tools, options)
         if new is not None:
             if new_choices is None:
                 new_choices = list(choices)
@@ -49,7 +50,7 @@ def recover_response(response: dict, *, native: bool, has_tools: bool) -> dict:
     return {**response, "choices": new_choices}
 
 
-def _recover_choice(choice, i: int, native: bool, has_tools: bool):
+def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: dict):
     """The rewritten choice, or None when it stays as it is."""
     if not isinstance(choice, dict):
         raise TypeError(f"response['choices'][{i}] must be a dict, not {type(choice).__name__}")
@@ -68,7 +69,7 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool):
     content = message.get("content")
     if not isinstance(content, str) or not should_recover(native, has_tools, len(structured)):
         return None
-    parsed = parse(content)
+    parsed = parse(content, **options)
     if not parsed.removed:
         return None
     message = {**message, "content": parsed.content or None}

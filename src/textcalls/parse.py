@@ -25,14 +25,21 @@ class Parsed:
     removed: int
 
 
-def parse(text: str, *, max_block: int = MAX_BLOCK) -> Parsed:
+def parse(
+    text: str, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text"
+) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
-    The same as feeding ``text`` to a ``StreamScrubber`` in any number of pieces and flushing:
-    a block whose body exceeds ``max_block`` characters is not a block.
+    The same as feeding ``text`` to a ``StreamScrubber`` with the same keywords in any number of
+    pieces and flushing: a block whose body exceeds ``max_block`` characters is not a block;
+    ``formats`` names the dialects to recognise (default: the default-on ones, see ``DIALECTS``);
+    ``tools`` (the request's OpenAI tools) types XML-style values, and a call of a tool not in it is
+    kept as text (``unknown_tools="keep_text"``), removed (``"drop"``) or accepted (``"accept"``).
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
-    scrubber = _scan.impl.StreamScrubber(max_block=max_block)
+    scrubber = _scan.impl.StreamScrubber(
+        max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools
+    )
     content = scrubber.feed(text) + scrubber.flush()
     return Parsed(content.strip(), scrubber.calls, scrubber.removed)
