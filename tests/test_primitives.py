@@ -15,6 +15,17 @@ import pytest
     ("a</tool_call", 12),           # closers are not held outside a block
 ])
 def test_hold_from_values(impl, text, expected):
+    # the issue's checked values, for the table they were written for (Hermes and DeepSeek)
+    assert impl.hold_from(text, formats=("hermes", "deepseek")) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a<tool_calls", 1),          # MiniMax-M1's <tool_calls> is an opener of the full table
+    ("x [TOOL_CA", 2), ("x <|python_ta", 2), ("x <minimax:tool", 2), ("x <function", 2),
+    ("x <function=get", 2),       # a tag opener waiting for its '>'
+    ("x <functions", 12),
+])
+def test_hold_from_over_every_default_dialect(impl, text, expected):
     assert impl.hold_from(text) == expected
 
 
@@ -22,6 +33,11 @@ def test_hold_from_gives_up_after_the_attribute_window(impl):
     # The '>' must come within 256 characters after '<tool_call'.
     assert impl.hold_from("<tool_call " + "a" * 254) == 0    # 255 after it: the next could be '>'
     assert impl.hold_from("<tool_call " + "a" * 255) == 266  # 256 after it: too late, nothing held
+
+
+def test_hold_from_rejects_unknown_formats(impl):
+    with pytest.raises(ValueError, match="unknown dialect"):
+        impl.hold_from("x", formats=["nope"])
 
 
 def test_hold_from_rejects_non_str(impl):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from textcalls import _scan_py
 from textcalls.markers import (
-    DEEPSEEK_CLOSE, DEEPSEEK_OPEN, DEEPSEEK_SECTION_CLOSE, DEEPSEEK_SECTION_OPEN, DEEPSEEK_SEP, HERMES_CLOSE,
+    BLOCKS, MARKERS, DEEPSEEK_CLOSE, DEEPSEEK_OPEN, DEEPSEEK_SECTION_CLOSE, DEEPSEEK_SECTION_OPEN, DEEPSEEK_SEP, HERMES_CLOSE,
     HERMES_OPEN,
 )
 
@@ -20,8 +20,18 @@ PIECES = [
     DEEPSEEK_OPEN, DEEPSEEK_CLOSE, DEEPSEEK_SECTION_OPEN, DEEPSEEK_SECTION_CLOSE, DEEPSEEK_SEP,
     "<｜tool", "<｜tool▁call▁", "<｜tool▁calls▁",
     '{"name":"x","arguments":{}}', '{"name": "f", "arguments": {"a": "</tool_call>"}}', '{"name":"g"',
-    '"', "\\", "{", "}", " ", "\n", "ab", "é", "€", "😀",
+    '"', "\\", "{", "}", "[", "]", " ", "\n", "ab", "é", "€", "😀",
     'get<｜tool▁sep｜>{"a":1}', 'function<｜tool▁sep｜>f\n```json\n{"b":2}\n```',
+]
+# every literal of the table, and a prefix of each: all dialects take part
+for _block in BLOCKS:
+    PIECES += [_block.opener, _block.opener[:-1], _block.closer or "", (_block.closer or "")[:-1]]
+for _marker in MARKERS:
+    PIECES += [_marker.literal, _marker.literal[:-1]]
+PIECES += [
+    "<function=f>\n<parameter=a>\n1\n</parameter>\n</function>", "f\n<arg_key>k</arg_key><arg_value>v</arg_value>",
+    '[{"name":"f","arguments":{"a":[1]}}]', "[f(a='x'), g()]", 'functions.f:0<|tool_call_argument_begin|>{"a":1}',
+    '<invoke name="f"><parameter name="p">v</parameter></invoke>', "call:f{a:<|\"|>x<|\"|>}",
 ]
 texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=6)), max_size=24).map("".join)
 max_blocks = st.sampled_from([1, 3, 8, 20, 64, 1 << 20])
@@ -86,8 +96,8 @@ def test_one_character_deltas_equal_parse(mod, text, max_block):
 
 @pytest.mark.parametrize("mod", IMPLS)
 @SETTINGS
-@given(data=st.data(), text=st.text(alphabet=st.characters(blacklist_characters="<")))
-def test_text_without_angle_brackets_passes_through_unchanged(mod, data, text):
+@given(data=st.data(), text=st.text(alphabet=st.characters(blacklist_characters="<[")))
+def test_text_without_marker_first_characters_passes_through_unchanged(mod, data, text):
     cuts = data.draw(cuts_of(text))
     outs, got_calls, removed = run(mod, text, cuts, 1 << 20)
     pieces = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]

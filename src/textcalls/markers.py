@@ -62,16 +62,83 @@ DEEPSEEK_CLOSE = "<\uff5ctool\u2581call\u2581end\uff5c>"
 DEEPSEEK_SECTION_OPEN = "<\uff5ctool\u2581calls\u2581begin\uff5c>"
 DEEPSEEK_SECTION_CLOSE = "<\uff5ctool\u2581calls\u2581end\uff5c>"
 DEEPSEEK_SEP = "<\uff5ctool\u2581sep\uff5c>"
+_BAR = "\uff5c"
 
-#: Dialect names in table order, and whether each is on by default.
-DIALECTS: dict[str, bool] = {HERMES: True, DEEPSEEK: True}
+
+def _ascii(text: str) -> str:
+    """Ollama's DeepSeek templates write the bars as ASCII ``|``."""
+    return text.replace(_BAR, "|")
+
+
+#: Dialect names in table order, and whether each is on by default. The off ones have no marker of
+#: their own: they are whole-message formats, chosen with ``formats=``.
+DIALECTS: dict[str, bool] = {
+    HERMES: True,          # <tool_call …>: JSON objects or arrays (Hermes, Qwen, Granite), Qwen3-Coder XML, GLM
+    "seed_oss": True,      # <seed:tool_call>: Qwen3-Coder XML
+    DEEPSEEK: True,        # DeepSeek V3/R1/V3.1 (full-width or ASCII bars), R1-distill section opener
+    "deepseek_dsml": True,  # DeepSeek V3.2 / V4 DSML
+    "kimi_k2": True,
+    "minimax_m2": True,
+    "minimax_m1": True,    # <tool_calls> JSON lines / array: MiniMax-M1, Jamba, Hunyuan (only when calls)
+    "mistral": True,       # [TOOL_CALLS]
+    "gemma4": True,
+    "function_gemma": True,
+    "lfm2": True,          # <|tool_call_start|>[f(a=1)]<|tool_call_end|> (Kimi/LFM2 pythonic)
+    "olmo3": True,
+    "llama4": True,
+    "llama3": True,        # <|python_tag|>{…}
+    "granite3": True,      # <|tool_call|>[…]
+    "internlm": True,
+    "command_r": True,
+    "nemotron": True,
+    "step3": True,
+    "functionary": True,   # <function=NAME>{…}</function>, <function name="NAME">{…}</function>
+    "longcat": True,
+    "apertus": True,
+    "wrappers": True,      # <tools>, <tool>, <response>, <json>, <xml>, <function_call> around a call object
+}
+
+_WRAPPERS = ("tools", "tool", "response", "json", "xml", "function_call")
 
 BLOCKS: tuple[Block, ...] = (
     Block(HERMES, HERMES_OPEN, HERMES_CLOSE, "hermes", delimiters=HERMES_DELIMITERS),
+    Block("seed_oss", "<seed:tool_call>", "</seed:tool_call>", "qwen3_xml", json_strings=False),
     Block(DEEPSEEK, DEEPSEEK_OPEN, DEEPSEEK_CLOSE, "deepseek"),
-)
+    Block(DEEPSEEK, _ascii(DEEPSEEK_OPEN), _ascii(DEEPSEEK_CLOSE), "deepseek"),
+    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}function_calls>", f"</{_BAR}DSML{_BAR}function_calls>", "dsml",
+          json_strings=False),
+    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}tool_calls>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml",
+          json_strings=False),
+    Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
+    Block("minimax_m2", "<minimax:tool_call>", "</minimax:tool_call>", "minimax_m2", json_strings=False),
+    Block("minimax_m1", "<tool_calls>", "</tool_calls>", "json_lines_or_array", strong=False),
+    Block("mistral", "[TOOL_CALLS]", None, "mistral"),
+    Block("gemma4", "<|tool_call>", "<tool_call|>", "gemma4", json_strings=False),
+    Block("function_gemma", "<start_function_call>", "<end_function_call>", "function_gemma", json_strings=False),
+    Block("lfm2", "<|tool_call_start|>", "<|tool_call_end|>", "pythonic_list", json_strings=False),
+    Block("olmo3", "<function_calls>", "</function_calls>", "pythonic_lines", json_strings=False),
+    Block("llama4", "<|python_start|>", "<|python_end|>", "pythonic_list", json_strings=False),
+    Block("llama3", "<|python_tag|>", None, "json_calls"),
+    Block("granite3", "<|tool_call|>", None, "json_calls"),
+    Block("internlm", "<|action_start|><|plugin|>", "<|action_end|>", "json_calls"),
+    Block("command_r", "<|START_ACTION|>", "<|END_ACTION|>", "json_calls"),
+    Block("nemotron", "<TOOLCALL>", "</TOOLCALL>", "json_calls"),
+    Block("step3", f"<{_BAR}tool_call_begin{_BAR}>", f"<{_BAR}tool_call_end{_BAR}>", "step3", json_strings=False),
+    Block("functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False),
+    Block("longcat", "<longcat_tool_call>", "</longcat_tool_call>", "hermes"),
+    Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
+) + tuple(Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False) for w in _WRAPPERS)
 
 MARKERS: tuple[Marker, ...] = (
     Marker(DEEPSEEK, DEEPSEEK_SECTION_OPEN, before=True),
     Marker(DEEPSEEK, DEEPSEEK_SECTION_CLOSE, before=False),
+    Marker(DEEPSEEK, _ascii(DEEPSEEK_SECTION_OPEN), before=True),
+    Marker(DEEPSEEK, _ascii(DEEPSEEK_SECTION_CLOSE), before=False),
+    Marker(DEEPSEEK, f"<{_BAR}tool\u2581calls{_BAR}>", before=True),  # R1 distills' section opener
+    Marker("kimi_k2", "<|tool_calls_section_begin|>", before=True),
+    Marker("kimi_k2", "<|tool_calls_section_end|>", before=False),
+    Marker("step3", f"<{_BAR}tool_calls_begin{_BAR}>", before=True),
+    Marker("step3", f"<{_BAR}tool_calls_end{_BAR}>", before=False),
+    Marker("llama3", "<|eom_id|>", before=False),
+    Marker("llama3", "<|eot_id|>", before=False),
 )

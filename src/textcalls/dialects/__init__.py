@@ -4,6 +4,7 @@ A grammar is ``grammar(opener, body, ctx) -> list[ToolCall] | None``: ``opener``
 written (a tag opener with its attributes), ``body`` the text between opener and closer, ``ctx`` the
 request's tools (``Context``). It returns the calls (``[]``: markup, but malformed — removed without a
 call) or ``None``: not a call at all, the block's text stays. Grammars never raise for any text.
+``GRAMMARS`` maps the names used in ``markers.BLOCKS`` to them.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 import re
 
 from ..bodies import call_from_block
-from ..markers import DEEPSEEK, HERMES
+from ..markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from ..toolcall import ToolCall
+from . import jsonlike, pythonic, xml
 from .context import Context
 
 __all__ = ["GRAMMARS", "Context"]
+
+_GLM_NAME = re.compile(r"[\w.:-]+")
 
 
 def _single(call: ToolCall | None) -> list[ToolCall]:
@@ -23,13 +27,51 @@ def _single(call: ToolCall | None) -> list[ToolCall]:
 
 
 def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
-    """``<tool_call>`` bodies: a JSON call object."""
+    """``<tool_call>`` bodies, by their shape: a JSON call object or an array of them (Granite 3.1),
+    Qwen3-Coder XML (``<function=…>``), or GLM (``NAME<arg_key>…``, or ``NAME`` and a line break: a
+    call without arguments — a lone word is not enough)."""
+    text = body.strip()
+    if text.startswith("["):
+        return jsonlike.json_calls(opener, body, ctx)
+    if text.startswith("<function="):
+        return xml.qwen3_xml(opener, body, ctx)
+    if "<arg_key>" in text or (_GLM_NAME.fullmatch(text) and body.lstrip().startswith(text + "\n")):
+        return xml.glm(opener, body, ctx)
     return _single(call_from_block(HERMES, body))
 
 
 def deepseek(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
-    """DeepSeek V3/V3.1 bodies (``NAME<｜tool▁sep｜>{…}``, ``TYPE<｜tool▁sep｜>NAME`` + fenced JSON) or a JSON object."""
+    """DeepSeek V3/V3.1 bodies (``NAME<｜tool▁sep｜>{…}``, ``TYPE<｜tool▁sep｜>NAME`` + fenced JSON, the
+    separator's bars full-width or ASCII) or a JSON object."""
+    if "｜" not in opener:
+        body = body.replace(DEEPSEEK_SEP.replace("\uff5c", "|"), DEEPSEEK_SEP)
     return _single(call_from_block(DEEPSEEK, body))
 
 
-GRAMMARS = {"hermes": hermes, "deepseek": deepseek}
+def function(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """``<function=NAME>`` / ``<function name="NAME">`` blocks: JSON arguments (Functionary v3.1), or
+    Qwen3-Coder parameter tags when the model left out the ``<tool_call>`` around them."""
+    if opener.startswith("<function=") and "<parameter=" in body:
+        return xml.qwen3_xml(opener, opener + body + "</function>", ctx)
+    return jsonlike.function_tag(opener, body, ctx)
+
+
+GRAMMARS = {
+    "hermes": hermes,
+    "deepseek": deepseek,
+    "function": function,
+    "qwen3_xml": xml.qwen3_xml,
+    "dsml": xml.dsml,
+    "minimax_m2": xml.minimax_m2,
+    "step3": xml.step3,
+    "kimi_k2": jsonlike.kimi_k2,
+    "json_lines_or_array": jsonlike.json_lines_or_array,
+    "json_calls": jsonlike.json_calls,
+    "mistral": jsonlike.mistral,
+    "gemma4": jsonlike.gemma4,
+    "function_gemma": jsonlike.function_gemma,
+    "apertus": jsonlike.apertus,
+    "wrapped_call": jsonlike.wrapped_call,
+    "pythonic_list": pythonic.pythonic_list,
+    "pythonic_lines": pythonic.pythonic_lines,
+}

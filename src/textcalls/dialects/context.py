@@ -68,7 +68,7 @@ def _convert(kind, text: str):
     if kind == "number":
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _NO
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         return value if ok else _NO
@@ -79,7 +79,7 @@ def _convert(kind, text: str):
     if kind in ("object", "array"):
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _NO
         return value if isinstance(value, dict if kind == "object" else list) else _NO
     return _NO

@@ -1,0 +1,467 @@
+"""Body grammars of the JSON-style dialects: calls written as JSON, or as JSON after a name.
+
+Every grammar has the signature ``grammar(opener, body, ctx) -> list[ToolCall] | None``:
+``opener`` is the block's opener as written, ``body`` the text between opener and closer.
+A grammar returns one or more calls; ``[]`` when the block is markup but malformed (it is
+removed, no call); ``None`` when the body is not a call at all (the block stays as text; only
+where a docstring says so). No grammar raises for a ``str``, and none invents content: JSON is
+read strictly, then with the conservative repairs of ``relaxed_json`` (fence, leaked quote
+tokens, bare or single-quoted keys, trailing commas, one pair of redundant braces), nothing else.
+
+Where a body holds several calls, they are accepted only if all of them are well-formed:
+one malformed element makes the whole block ``[]``.
+
+``bare_json_message`` is an opt-in whole-message format (a message that is only a call object).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .. import relaxed_json
+from ..bodies import call_from_block
+from ..markers import HERMES
+from ..toolcall import ToolCall
+from .context import Context
+
+__all__ = [
+    "apertus",
+    "bare_json_message",
+    "function_gemma",
+    "function_tag",
+    "gemma4",
+    "json_calls",
+    "json_lines_or_array",
+    "kimi_k2",
+    "mistral",
+    "wrapped_call",
+]
+
+_FAIL = object()  # what _load returns for text that is not JSON, even after the repairs
+
+#: Keys a call object may have inside a ``wrapped_call`` wrapper (an ordinary word, so be strict).
+_WRAPPED_KEYS = frozenset({"name", "arguments", "id", "type"})
+#: An inner ``<json>…</json>`` inside a wrapper (llama.cpp accepts ``<xml><json>{…}</json></xml>``).
+_INNER_JSON_TAG = re.compile(r"<(json|JSON)>(.*)</\1>", re.DOTALL)
+
+_FUNCTION_OPENER = re.compile(
+    r"""<function\s*=\s*(?P<q1>["']?)(?P<n1>[^"'<>\s]+)(?P=q1)\s*>"""
+    r"""|<function\s+name\s*=\s*(?P<q2>["'])(?P<n2>[^"'<>]+)(?P=q2)\s*>"""
+)
+
+KIMI_ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
+_KIMI_ID = re.compile(r"(?P<name>\S+):(?P<index>[0-9]+)")
+
+_MISTRAL_CALL_ID = "[CALL_ID]"
+_MISTRAL_ARGS = "[ARGS]"
+#: ``NAME``, then optionally ``[CALL_ID]ID``, then optionally ``[ARGS]``; the JSON arguments follow.
+_MISTRAL_HEAD = re.compile(
+    r"(?P<name>[^\s\[\]{}]+)\s*"
+    rf"(?:{re.escape(_MISTRAL_CALL_ID)}\s*(?P<id>[^\s\[\]{{}}]+)\s*)?"
+    rf"(?:{re.escape(_MISTRAL_ARGS)}\s*)?"
+)
+
+GEMMA4_QUOTE = '<|"|>'
+FUNCTION_GEMMA_QUOTE = "<escape>"
+
+
+# --- shared helpers ---------------------------------------------------------------------
+
+
+def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
+    """A call if ``name`` is a non-blank string and ``args`` a dict that is JSON, else ``None``."""
+    if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
+        return None
+    try:
+        arguments = json.dumps(args, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError):  # NaN/Infinity, an over-long int, or too deep
+        return None
+    if call_id is None:
+        return ToolCall(name.strip(), arguments)
+    return ToolCall(name.strip(), arguments, id=call_id)
+
+
+def _load(text: str) -> object:
+    """The JSON value of ``text`` (strict, then relaxed), or ``_FAIL``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        try:
+            return relaxed_json.loads(text)
+        except ValueError:
+            return _FAIL
+
+
+def _object_call(obj: object, keep_id: bool = False) -> ToolCall | None:
+    """A Hermes-style call object (``tool_name`` counts as ``name``) through ``bodies``' rules."""
+    if not isinstance(obj, dict):
+        return None
+    if "name" not in obj and "tool_name" in obj:  # Command R
+        obj = {**obj, "name": obj["tool_name"]}
+    try:
+        call = call_from_block(HERMES, json.dumps(obj))
+    except (ValueError, RecursionError):
+        return None
+    if call is None:
+        return None
+    call_id = obj.get("id")
+    if keep_id and isinstance(call_id, str) and call_id.strip():
+        return ToolCall(call.name, call.arguments, id=call_id.strip())
+    return call
+
+
+def _all_calls(values: list, keep_id: bool = False) -> list[ToolCall]:
+    """Every value as a call object, or ``[]`` if any of them is not one."""
+    calls = [_object_call(value, keep_id) for value in values]
+    return [] if None in calls else calls
+
+
+def _semicolon_objects(text: str) -> list | None:
+    """Llama 3's ``{…}; {…}``: JSON values separated by semicolons, or ``None``."""
+    decoder = json.JSONDecoder()
+    values, pos, end = [], 0, len(text)
+    while True:
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return None
+        values.append(value)
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos == end:
+            return values
+        if text[pos] != ";":
+            return None
+        pos += 1
+        while pos < end and text[pos].isspace():
+            pos += 1
+
+
+# --- JSON call objects --------------------------------------------------------------------
+
+
+def json_calls(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """A JSON call object, an array of them, or (Llama 3) objects separated by ``;``.
+
+    Each object is read by ``bodies``' Hermes rules (``name`` or ``tool_name``; arguments under
+    ``arguments``, ``parameters``, ``args`` or ``input``, maybe as JSON text). Used by Granite
+    ``<|tool_call|>[…]`` / ``<tool_call>[…]``, Nemotron ``<TOOLCALL>``, InternLM
+    ``<|action_start|><|plugin|>``, Llama 3 ``<|python_tag|>``, LongCat, Command R
+    ``<|START_ACTION|>`` and Phi-4-mini ``functools[…]``. ``None`` when the body (inside one
+    optional fence) does not start with ``{`` or ``[``: it is not JSON (Llama's python tag also
+    carries code); ``[]`` when it is empty, JSON-shaped but not calls, or any element is
+    malformed (an empty array is ``[]`` too: markup without a call).
+    """
+    text = relaxed_json.strip_fence(body).strip()
+    if not text:
+        return []
+    if not text.startswith(("{", "[")):
+        return None
+    value = _load(text)
+    if value is _FAIL:
+        value = _semicolon_objects(text)
+        if value is None:
+            return []
+    return _all_calls(value if isinstance(value, list) else [value])
+
+
+def json_lines_or_array(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """MiniMax-M1 / Jamba / Hunyuan ``<tool_calls>`` bodies: one call object per line, or an array.
+
+    ``<tool_calls>`` is also a word people write, so anything that is not call objects (prose,
+    an empty body, objects without ``name``) returns ``None``: the text stays. Call objects that
+    are malformed (``name`` present, arguments not an object) make the block ``[]``.
+    """
+    text = relaxed_json.strip_fence(body).strip()
+    if not text:
+        return None
+    value = _load(text)
+    if value is _FAIL:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if len(lines) < 2 or not all(line.startswith("{") for line in lines):
+            return None
+        value = [_load(line) for line in lines]
+    elif not isinstance(value, list):
+        value = [value]
+    if not value or not all(isinstance(v, dict) and "name" in v for v in value):
+        return None
+    return _all_calls(value)
+
+
+def wrapped_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """A ``{"name", "arguments"}`` object, or an array of them, inside a stray wrapper tag.
+
+    The deviations llama.cpp accepts around Hermes bodies: ``<tools>``, ``<tool>``,
+    ``<response>``, ``<json>``/``<JSON>``, ``<xml>`` (also holding ``<json>…</json>``) and
+    ``<function_call>``, the body maybe fenced. These are ordinary words, so the body must be
+    exactly call objects — keys ``name`` and ``arguments`` (``id``/``type`` allowed, nothing
+    else) naming offered tools — or the result is ``None`` (text kept). ``[]`` only when such
+    objects carry arguments that are not an object.
+    """
+    text = relaxed_json.strip_fence(body).strip()
+    inner = _INNER_JSON_TAG.fullmatch(text)
+    if inner:
+        text = relaxed_json.strip_fence(inner.group(2)).strip()
+    value = _load(text)
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(_is_wrapped_call(v, ctx) for v in values):
+        return None
+    return _all_calls(values)
+
+
+def _is_wrapped_call(value: object, ctx: Context) -> bool:
+    return (
+        isinstance(value, dict)
+        and {"name", "arguments"} <= value.keys() <= _WRAPPED_KEYS
+        and isinstance(value["name"], str)
+        and ctx.known(value["name"].strip())
+    )
+
+
+def bare_json_message(text: str, ctx: Context) -> list[ToolCall] | None:
+    """Opt-in: a whole message that is only ``{"name": …, "arguments"|"parameters": …}``.
+
+    After stripping whitespace the message must be exactly one such object (no other keys) naming
+    an offered tool, with object arguments; the call is returned, anything else is ``None``
+    (there is no markup to remove, so never ``[]``).
+    """
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return None
+    value = _load(stripped)
+    if not isinstance(value, dict) or len(value) != 2 or "name" not in value:
+        return None
+    if not ({"arguments", "parameters"} & value.keys()) or not isinstance(value["name"], str):
+        return None
+    if not ctx.known(value["name"].strip()):
+        return None
+    call = _object_call(value)
+    return None if call is None else [call]
+
+
+# --- a name outside the JSON ----------------------------------------------------------------
+
+
+def function_tag(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Functionary v3.1 ``<function=NAME>{args}</function>`` and ``<function name="NAME">``.
+
+    The name comes from the opener (``=`` form optionally quoted; ``name=`` form quoted with
+    ``"`` or ``'``); the body is the JSON arguments object (strict, then relaxed; an empty body
+    is ``{}``). ``None`` if the opener carries no name; ``[]`` if the body is not an object.
+    """
+    m = _FUNCTION_OPENER.fullmatch(opener.strip())
+    if not m:
+        return None
+    name = m.group("n1") or m.group("n2")
+    text = relaxed_json.strip_fence(body).strip()
+    call = make_call(name, _load(text) if text else {})
+    return [] if call is None else [call]
+
+
+def kimi_k2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Kimi K2 ``functions.NAME:IDX<|tool_call_argument_begin|>{args}`` (inside ``<|tool_call_begin|>``).
+
+    The call id is the id as written (``functions.NAME:IDX``, or ``NAME:IDX`` without the
+    prefix, which SGLang and vLLM accept too); the name is that id without ``functions.`` and
+    ``:IDX``. An empty arguments text is ``{}``. Anything else is ``[]``.
+    """
+    head, sep, tail = body.partition(KIMI_ARGUMENT_BEGIN)
+    call_id = head.strip()
+    m = _KIMI_ID.fullmatch(call_id) if sep else None
+    if not m:
+        return []
+    name = m.group("name").removeprefix("functions.")
+    text = tail.strip()
+    call = make_call(name, _load(text) if text else {}, call_id)
+    return [] if call is None else [call]
+
+
+def mistral(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """The body after one ``[TOOL_CALLS]``, in each Mistral tokenizer's shape.
+
+    Up to v7: a JSON array of ``{"name", "arguments", "id"?}`` (or one such object). v11:
+    ``NAME[CALL_ID]ID[ARGS]{args}`` with the ``[CALL_ID]ID`` part optional, and ``NAME{args}``
+    as vLLM sees it with the control tokens skipped; v13+: ``NAME[ARGS]{args}``. A call id
+    written in the body (``"id"`` or ``[CALL_ID]``) becomes the call's id. Anything else is ``[]``.
+    """
+    text = body.strip()
+    if text.startswith(("[", "{")):  # a name never starts so
+        value = _load(text)
+        if value is _FAIL:
+            return []
+        return _all_calls(value if isinstance(value, list) else [value], keep_id=True)
+    m = _MISTRAL_HEAD.match(text)
+    if not m:
+        return []
+    args = text[m.end() :]
+    call = make_call(m.group("name"), _load(args) if args.startswith("{") else None, m.group("id"))
+    return [] if call is None else [call]
+
+
+def apertus(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Apertus ``[{"NAME": {args}}, …]`` (between ``<|tools_prefix|>`` and ``<|tools_suffix|>``).
+
+    Each element is an object with exactly one key, the tool name, whose value is the arguments
+    object (``null`` or ``""`` read as ``{}``, as ``bodies`` does); a single such object without
+    the array is accepted too. Anything else, in any element, is ``[]``.
+    """
+    value = _load(body.strip())
+    if value is _FAIL:
+        return []
+    calls = []
+    for element in value if isinstance(value, list) else [value]:
+        if not isinstance(element, dict) or len(element) != 1:
+            return []
+        ((name, args),) = element.items()
+        call = make_call(name, {} if args is None or args == "" else args)
+        if call is None:
+            return []
+        calls.append(call)
+    return calls
+
+
+# --- Gemma's call:NAME{…} notation ----------------------------------------------------------
+
+
+def gemma4(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Gemma 4 ``call:NAME{key:<|"|>text<|"|>,n:42,on:true,obj:{…},list:[…]}``, one or more.
+
+    Keys are bare (or quoted); a ``<|"|>``-delimited value is a string taken verbatim (no
+    escapes), numbers, ``true``, ``false`` and ``null`` are as in JSON, a JSON ``"…"`` string
+    is accepted too. Types come from the text, never from the schema. Calls may follow each
+    other in one block (SGLang's streaming parser reads them so). Anything else — a bare word
+    value, an unterminated string, a missing brace — makes the block ``[]``.
+    """
+    return _call_notation(body, GEMMA4_QUOTE)
+
+
+def function_gemma(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """FunctionGemma ``call:NAME{key:<escape>text<escape>,n:3}`` (inside ``<start_function_call>``).
+
+    The same notation as ``gemma4`` with ``<escape>`` as the string delimiter.
+    """
+    return _call_notation(body, FUNCTION_GEMMA_QUOTE)
+
+
+_CALL_HEAD = re.compile(r"call:\s*(?P<name>[^\s{}\[\],:<>\"']+)\s*\{")
+_SPACE = re.compile(r"\s*")
+_BARE_KEY = re.compile(r"[^\s:,{}\[\]<>\"']+")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_LITERALS = {"true": True, "false": False, "null": None}
+_LITERAL = re.compile(r"true|false|null")
+
+
+class _Malformed(Exception):
+    """The notation is broken at this point."""
+
+
+def _call_notation(body: str, quote: str) -> list[ToolCall]:
+    """Every ``call:NAME{…}`` in ``body`` (only whitespace between), or ``[]``."""
+    reader = _Notation(body, quote)
+    calls = []
+    try:
+        reader.skip_space()
+        while reader.pos < len(body):
+            m = _CALL_HEAD.match(body, reader.pos)
+            if not m:
+                return []
+            reader.pos = m.end()
+            call = make_call(m.group("name"), reader.members())
+            if call is None:
+                return []
+            calls.append(call)
+            reader.skip_space()
+    except (_Malformed, RecursionError, ValueError):  # ValueError: an int too long to convert
+        return []
+    return calls
+
+
+class _Notation:
+    """A cursor over Gemma's notation; each method consumes one construct or raises ``_Malformed``."""
+
+    def __init__(self, text: str, quote: str) -> None:
+        self.text = text
+        self.quote = quote
+        self.pos = 0
+
+    def skip_space(self) -> None:
+        self.pos = _SPACE.match(self.text, self.pos).end()
+
+    def take(self, char: str) -> bool:
+        """Consume ``char`` (after whitespace) if it is next."""
+        self.skip_space()
+        if self.text.startswith(char, self.pos):
+            self.pos += len(char)
+            return True
+        return False
+
+    def members(self) -> dict:
+        """``key:value`` pairs up to the ``}`` closing an object whose ``{`` was consumed."""
+        result: dict = {}
+        while not self.take("}"):
+            key = self.key()
+            if not self.take(":"):
+                raise _Malformed
+            result[key] = self.value()
+            if not self.take(","):
+                if not self.take("}"):
+                    raise _Malformed
+                break
+        return result
+
+    def items(self) -> list:
+        """Values up to the ``]`` closing an array whose ``[`` was consumed."""
+        result: list = []
+        while not self.take("]"):
+            result.append(self.value())
+            if not self.take(","):
+                if not self.take("]"):
+                    raise _Malformed
+                break
+        return result
+
+    def key(self) -> str:
+        self.skip_space()
+        if self.text.startswith((self.quote, '"'), self.pos):
+            return self.string()
+        m = _BARE_KEY.match(self.text, self.pos)
+        if not m:
+            raise _Malformed
+        self.pos = m.end()
+        return m.group()
+
+    def string(self) -> str:
+        """A delimited string (verbatim) or a JSON string at the cursor."""
+        text, pos = self.text, self.pos
+        if text.startswith(self.quote, pos):
+            end = text.find(self.quote, pos + len(self.quote))
+            if end < 0:
+                raise _Malformed
+            self.pos = end + len(self.quote)
+            return text[pos + len(self.quote) : end]
+        try:
+            value, self.pos = json.decoder.scanstring(text, pos + 1)
+        except ValueError:
+            raise _Malformed from None
+        return value
+
+    def value(self) -> object:
+        self.skip_space()
+        text, pos = self.text, self.pos
+        if text.startswith((self.quote, '"'), pos):
+            return self.string()
+        if text.startswith("{", pos):
+            self.pos += 1
+            return self.members()
+        if text.startswith("[", pos):
+            self.pos += 1
+            return self.items()
+        m = _NUMBER.match(text, pos) or _LITERAL.match(text, pos)
+        if not m:
+            raise _Malformed
+        self.pos = m.end()
+        token = m.group()
+        if token in _LITERALS:
+            return _LITERALS[token]
+        return float(token) if any(c in token for c in ".eE") else int(token)

@@ -1,0 +1,175 @@
+"""Body grammars of the pythonic dialects: calls written as Python, ``[f(a='x', b=2), g()]``.
+
+The text is only parsed, with ``ast.parse``, never evaluated. A call is a name (``f``, or
+dotted as written: ``functions.f``) applied to keyword arguments whose values are literals:
+strings, numbers (with a sign), ``True``/``False``/``None`` and JSON's ``true``/``false``/``null``
+(Olmo 3 writes those), and lists, tuples and string-keyed dicts of literals. A positional
+argument, ``**kwargs``, a repeated keyword or any other expression makes the block malformed.
+
+Grammars return one or more calls; ``[]`` when the block is markup but malformed; ``None`` when
+the body is not call-shaped at all (it does not start with ``[`` or ``NAME(``), so the block's
+text is kept. No grammar raises for a ``str``.
+
+``pythonic_message`` is an opt-in whole-message format (a message that is only a call list).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..toolcall import ToolCall
+from .context import Context
+from .jsonlike import make_call
+
+__all__ = ["pythonic_lines", "pythonic_list", "pythonic_message"]
+
+#: Starts like a call list or a call: ``[`` or a (dotted) identifier and ``(``.
+_CALL_SHAPED = re.compile(r"\[|[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*\s*\(")
+_JSON_NAMES = {"true": True, "false": False, "null": None}
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+class _NotACall(Exception):
+    """The syntax tree is not a call with literal keyword arguments."""
+
+
+def pythonic_list(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """``[f(a='x', b=2), g()]`` — LFM2 ``<|tool_call_start|>``, Llama 4 ``<|python_start|>``.
+
+    A list of calls, or one call without the brackets. ``None`` if the body is not call-shaped;
+    ``[]`` if it does not parse, is not calls (an empty list included) or has a malformed call.
+    """
+    text = body.strip()
+    if not _CALL_SHAPED.match(text):
+        return None
+    calls = _parse_calls(text)
+    return [] if calls is None else calls
+
+
+def pythonic_lines(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Olmo 3 ``<function_calls>f(a=1)\\ng(b="x")</function_calls>``: one call per line.
+
+    Calls are newline- (or ``;``-) separated statements, a call may span lines; a single
+    ``[…]`` list as in ``pythonic_list`` is accepted too. ``None`` if the body is not
+    call-shaped (``<function_calls>`` also wraps other dialects' XML); otherwise ``[]`` unless
+    every statement is a well-formed call.
+    """
+    text = body.strip()
+    if not _CALL_SHAPED.match(text):
+        return None
+    if text.startswith("["):
+        calls = _parse_calls(text)
+    else:
+        calls = _parse_statements(text)
+    return [] if calls is None else calls
+
+
+def pythonic_message(text: str, ctx: Context) -> list[ToolCall] | None:
+    """Opt-in: a whole message that is only a pythonic call list ``[f(…), …]``.
+
+    After stripping whitespace the message must be one non-empty list of well-formed calls,
+    each naming an offered tool; the calls are returned, anything else is ``None`` (there is no
+    markup to remove, so never ``[]``).
+    """
+    stripped = text.strip()
+    if not (stripped.startswith("[") and stripped.endswith("]")):
+        return None
+    calls = _parse_calls(stripped)
+    if not calls or not all(ctx.known(call.name) for call in calls):
+        return None
+    return calls
+
+
+def _parse_calls(text: str) -> list[ToolCall] | None:
+    """The calls of a list expression (or of one call expression), or ``None``."""
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except _PARSE_ERRORS:
+        return None
+    nodes = tree.elts if isinstance(tree, ast.List) else [tree]
+    return _calls(nodes)
+
+
+def _parse_statements(text: str) -> list[ToolCall] | None:
+    """The calls of newline-separated call statements, or ``None``.
+
+    A module first (calls may span lines); if that does not parse (say, indented lines), each
+    non-blank line as one call expression.
+    """
+    try:
+        statements = ast.parse(text, mode="exec").body
+    except _PARSE_ERRORS:
+        try:
+            nodes = [ast.parse(line.strip(), mode="eval").body for line in text.splitlines() if line.strip()]
+        except _PARSE_ERRORS:
+            return None
+        return _calls(nodes)
+    if not all(isinstance(statement, ast.Expr) for statement in statements):
+        return None
+    return _calls([statement.value for statement in statements])
+
+
+def _calls(nodes: list[ast.expr]) -> list[ToolCall] | None:
+    """One call per node, or ``None`` if there are none or any node is not a well-formed call."""
+    calls = []
+    for node in nodes:
+        try:
+            name, args = _call(node)
+        except (_NotACall, RecursionError):
+            return None
+        call = make_call(name, args)
+        if call is None:
+            return None
+        calls.append(call)
+    return calls or None
+
+
+def _call(node: ast.expr) -> tuple[str, dict]:
+    """``(name, arguments)`` of a call with literal keyword arguments."""
+    if not isinstance(node, ast.Call) or node.args:
+        raise _NotACall
+    name = _name(node.func)
+    args: dict = {}
+    for keyword in node.keywords:
+        if keyword.arg is None or keyword.arg in args:  # **kwargs, or a repeated keyword
+            raise _NotACall
+        args[keyword.arg] = _literal(keyword.value)
+    return name, args
+
+
+def _name(node: ast.expr) -> str:
+    """``f`` or a dotted ``a.b.f``, as written."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        raise _NotACall
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _literal(node: ast.expr) -> object:
+    """The JSON-able value of a literal node."""
+    if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (str, int, float, bool)):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, (ast.USub, ast.UAdd))
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
+        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
+        return _JSON_NAMES[node.id]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(element) for element in node.elts]
+    if isinstance(node, ast.Dict):
+        result = {}
+        for key, value in zip(node.keys, node.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):  # None: **mapping
+                raise _NotACall
+            result[key.value] = _literal(value)
+        return result
+    raise _NotACall

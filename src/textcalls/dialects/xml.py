@@ -1,0 +1,426 @@
+"""Body grammars of the XML-style dialects: calls written as tags, one tag per parameter.
+
+Each grammar is ``grammar(opener, body, ctx) -> list[ToolCall]``: the calls written in ``body`` (the
+text between the block's opener and closer), or ``[]`` when the body is markup but malformed. None of
+these dialects leaves a block's text standing, so no grammar here returns ``None``; none raises for
+any text.
+
+Shared rules:
+
+* Parameters keep their order; a repeated parameter keeps its first place and its last value.
+* A value loses exactly one leading and one trailing newline (``<parameter=p>\\nVALUE\\n</parameter>``)
+  and is then typed by the request's schema (``Context.value``); without a schema it stays a string.
+  Only DSML carries types itself (``string="false"``: JSON).
+* A parameter's closing tag ends its value when whitespace and then the next parameter, the end of
+  the call, or the end of the body follows. A closing tag followed by anything else is text of the
+  value if such a real closing tag comes later (code that mentions ``</parameter>``); if none does,
+  it ends the value and the text after it is stray. A value without any closing tag ends at the next
+  parameter tag (for the plain-text tags of Qwen3, MiniMax and Step-3 only one that starts a line),
+  at the call's closing tag or at the end of the body; a call's missing closing tag is tolerated
+  likewise.
+* Non-whitespace text between parameters, or outside the calls, makes the body malformed.
+
+All tags are found by one linear regex pass per body (no pattern can rescan past a ``<``), and the
+walk over them visits each tag a bounded number of times, so a megabyte-long body parses in
+linear time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import NamedTuple
+
+from .. import relaxed_json
+from ..toolcall import ToolCall
+from .context import Context
+
+__all__ = ["dsml", "glm", "minimax_m2", "qwen3_xml", "step3"]
+
+# Tag kinds.
+_CALL, _END_CALL, _PARAM, _END_PARAM = "call", "end_call", "param", "end_param"
+_BAD_NAME_CHARS = frozenset("<>{}\"'")
+_ATTRIBUTE = re.compile(r"""(?<![\w:.-])([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_NO_MATCH = r"(?!)"
+
+
+class _Tag(NamedTuple):
+    kind: str
+    start: int
+    end: int
+    head: str  # what an opening tag carries after its tag name: "=NAME", attributes, a GLM key
+
+
+class _Param(NamedTuple):
+    head: str
+    value: str  # the raw text between the parameter's tags
+
+
+class _Call(NamedTuple):
+    head: str
+    params: list[_Param]
+    inner: str  # the text inside a call that has no parameter tags ("" otherwise)
+
+
+class _Markup:
+    """The four tags of one dialect, found together by one regex.
+
+    ``call`` and ``param`` are patterns with one group named ``head``; ``newline_params``: an
+    unclosed value ends only at a parameter tag that starts a line (tags that are plain text).
+    """
+
+    __slots__ = ("_pattern", "newline_params")
+
+    def __init__(self, call: str, end_call: str, param: str, end_param: str, newline_params: bool) -> None:
+        self._pattern = re.compile(
+            f"(?P<{_CALL}>{call.replace('(?P<head>', '(?P<call_head>')})"
+            f"|(?P<{_END_CALL}>{end_call})"
+            f"|(?P<{_PARAM}>{param.replace('(?P<head>', '(?P<param_head>')})"
+            f"|(?P<{_END_PARAM}>{end_param})"
+        )
+        self.newline_params = newline_params
+
+    def tags(self, body: str) -> list[_Tag]:
+        return [
+            _Tag(m.lastgroup, m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
+            for m in self._pattern.finditer(body)
+        ]
+
+
+_QWEN = _Markup(
+    call=r"<function=(?P<head>[^<>\n]*)>",
+    end_call=r"</function\s*>",
+    param=r"<parameter=(?P<head>[^<>\n]*)>",
+    end_param=r"</parameter\s*>",
+    newline_params=True,
+)
+_MINIMAX = _Markup(
+    call=r"<invoke(?P<head>\s[^<>]*)?>",
+    end_call=r"</invoke\s*>",
+    param=r"<parameter(?P<head>\s[^<>]*)?>",
+    end_param=r"</parameter\s*>",
+    newline_params=True,
+)
+_STEP3 = _Markup(
+    call=r"<steptml:invoke(?P<head>\s[^<>]*)?>",
+    end_call=r"</steptml:invoke\s*>",
+    param=r"<steptml:parameter(?P<head>\s[^<>]*)?>",
+    end_param=r"</steptml:parameter\s*>",
+    newline_params=True,
+)
+_BAR = "[｜|]"  # DeepSeek writes U+FF5C; an ASCII bar is accepted too
+_DSML = _Markup(
+    call=rf"<{_BAR}DSML{_BAR}invoke(?P<head>\s[^<>]*)?>",
+    end_call=rf"</{_BAR}DSML{_BAR}invoke\s*>",
+    param=rf"<{_BAR}DSML{_BAR}parameter(?P<head>\s[^<>]*)?>",
+    end_param=rf"</{_BAR}DSML{_BAR}parameter\s*>",
+    newline_params=False,
+)
+_GLM = _Markup(  # no call tags: the whole body is one call
+    call=_NO_MATCH + r"(?P<head>)",
+    end_call=_NO_MATCH,
+    # GLM-4.7 sometimes writes a literal backslash-n between key and value.
+    param=r"<arg_key>(?P<head>[^<>]*)</arg_key>(?:\s|\\n)*<arg_value>",
+    end_param=r"</arg_value\s*>",
+    newline_params=False,
+)
+_AFTER_VALUE = (_PARAM, _END_CALL, _CALL)  # what may follow a value's real closing tag
+_AFTER_CALL = (_CALL,)
+_STEP3_SEP = "<｜tool_sep｜>"
+_STEP3_INVOKE = "<steptml:invoke"
+
+
+class _Reader:
+    """Walks the tags of one body, turning them into calls with raw heads and values."""
+
+    __slots__ = ("body", "tags", "newline_params")
+
+    def __init__(self, body: str, markup: _Markup) -> None:
+        self.body = body
+        self.tags = markup.tags(body)
+        self.newline_params = markup.newline_params
+
+    def calls(self) -> list[_Call] | None:
+        """Every call in the body, or ``None`` if the body is malformed."""
+        calls: list[_Call] = []
+        i, pos = 0, 0
+        while i < len(self.tags):
+            tag = self.tags[i]
+            if tag.kind != _CALL or not self._blank(pos, tag.start):
+                return None
+            call, i, pos = self.call(tag.head, i + 1, tag.end)
+            if call is None:
+                return None
+            calls.append(call)
+        return calls if self._blank(pos, len(self.body)) else None
+
+    def call(self, head: str, i: int, pos: int) -> tuple[_Call | None, int, int]:
+        """The call whose opening tag ends at ``pos``, ``tags[i]`` being the next tag.
+
+        Returns the call (``None``: malformed) and the tag index and position after it.
+        """
+        params: list[_Param] = []
+        while True:
+            tag = self.tags[i] if i < len(self.tags) else None
+            if tag is not None and tag.kind == _PARAM:
+                if not self._blank(pos, tag.start):
+                    return None, i, pos
+                value, i, pos = self._value(i + 1, tag.end)
+                params.append(_Param(tag.head, value))
+                continue
+            if tag is not None and tag.kind == _END_PARAM:
+                return None, i, pos
+            # The end of the call: its closing tag, or (tolerated) the next call or the body's end.
+            end = len(self.body) if tag is None else tag.start
+            rest = self.body[pos:end]
+            if params and rest.strip():
+                return None, i, pos
+            if tag is not None and tag.kind == _END_CALL:
+                i, end = i + 1, tag.end
+            return _Call(head, params, "" if params else rest), i, end
+
+    def _value(self, i: int, start: int) -> tuple[str, int, int]:
+        """The raw value starting at ``start`` (``tags[i]`` the next tag), the tag index and position after it."""
+        body, tags = self.body, self.tags
+        loose = None  # the first closing tag of this value that is not followed by what ends a value
+        stop = len(tags)  # the tag an unclosed value runs up to (none: the end of the body)
+        for k in range(i, len(tags)):
+            tag = tags[k]
+            if tag.kind == _END_PARAM:
+                if self._followed_by(k, _AFTER_VALUE):
+                    return body[start : tag.start], k + 1, tag.end
+                if loose is None:
+                    loose = k
+            elif (tag.kind == _PARAM and (not self.newline_params or body[tag.start - 1] == "\n")) or (
+                tag.kind == _END_CALL and self._followed_by(k, _AFTER_CALL)
+            ):
+                stop = k
+                break
+        if loose is not None:  # no real closing tag came: that one was it, and stray text follows
+            return body[start : tags[loose].start], loose + 1, tags[loose].end
+        end = tags[stop].start if stop < len(tags) else len(body)
+        return body[start:end], stop, end
+
+    def _followed_by(self, k: int, kinds: tuple[str, ...]) -> bool:
+        """Whether only whitespace separates ``tags[k]`` from the end of the body or a next tag of ``kinds``."""
+        end = self.tags[k].end
+        if k + 1 == len(self.tags):
+            return self._blank(end, len(self.body))
+        after = self.tags[k + 1]
+        return after.kind in kinds and self._blank(end, after.start)
+
+    def _blank(self, start: int, end: int) -> bool:
+        return not self.body[start:end].strip()
+
+
+def qwen3_xml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Qwen3-Coder / Qwen3.5 / Seed-OSS bodies: ``<function=NAME><parameter=P>VALUE</parameter>…</function>``.
+
+    One call per ``<function=…>``; values lose one surrounding newline each side and are typed by
+    the schema. A missing ``</parameter>`` (before a ``<parameter=`` that starts a line, or before
+    ``</function>``) and a missing final ``</function>`` are tolerated. ``[]`` when a name is
+    missing or invalid, or text stands outside the tags.
+    """
+    calls = _Reader(body, _QWEN).calls()
+    if not calls:
+        return []
+    out = []
+    for call in calls:
+        tool = _tag_name(call.head)
+        if tool is None or call.inner.strip():
+            return []
+        made = _typed_call(tool, [(p.head, p.value) for p in call.params], ctx)
+        if made is None:
+            return []
+        out.append(made)
+    return out
+
+
+def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """GLM-4.5/4.6 ``NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>…`` and GLM-4.7/5 (no newlines).
+
+    NAME is the text before the first ``<arg_key>`` (the whole body if there is none), stripped;
+    it must be non-empty and free of ``<``, ``>``, ``{`` and newlines. Values lose one
+    surrounding newline each side and are typed by the schema (strings without one); no
+    arguments gives ``{}``. ``[]`` when malformed.
+    """
+    cut = body.find("<arg_key>")
+    name = (body if cut < 0 else body[:cut]).strip()
+    if not name or any(c in "<>{\n" for c in name):
+        return []
+    if cut < 0:
+        made = _call(name, {})
+        return [] if made is None else [made]
+    reader = _Reader(body, _GLM)
+    call, _, _ = reader.call(name, 0, cut)
+    if call is None or call.inner.strip():
+        return []
+    made = _typed_call(name, [(p.head, p.value) for p in call.params], ctx)
+    return [] if made is None else [made]
+
+
+def minimax_m2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """MiniMax-M2 bodies: ``<invoke name="F"><parameter name="P">V</parameter>…</invoke>…``.
+
+    One call per invoke; names quoted with ``"``, ``'`` or not at all; whitespace between tags.
+    Values lose one surrounding newline each side and are typed by the schema. ``[]`` when malformed.
+    """
+    return _attribute_calls(_Reader(body, _MINIMAX).calls(), ctx)
+
+
+def step3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Step-3 bodies: ``function<｜tool_sep｜><steptml:invoke name="F"><steptml:parameter name="P">V</steptml:parameter>…</steptml:invoke>``.
+
+    The ``TYPE<｜tool_sep｜>`` prefix must name ``function`` when present; a body that starts right
+    at the invoke is accepted too. Otherwise as :func:`minimax_m2`.
+    """
+    sep = body.find(_STEP3_SEP)
+    invoke = body.find(_STEP3_INVOKE)
+    if sep >= 0 and (invoke < 0 or sep < invoke):
+        if body[:sep].strip() != "function":
+            return []
+        body = body[sep + len(_STEP3_SEP) :]
+    return _attribute_calls(_Reader(body, _STEP3).calls(), ctx)
+
+
+def dsml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """DeepSeek V3.2 / V4 DSML bodies: ``<｜DSML｜invoke name="F"><｜DSML｜parameter name="P" string="…">V</｜DSML｜parameter>…</｜DSML｜invoke>…``.
+
+    ``string="true"``: V is the string itself, verbatim. ``string="false"``: V is JSON (strict,
+    then relaxed; undecodable makes the body malformed). Without the attribute V is treated like
+    the other dialects' values (one newline trimmed, typed by the schema). An invoke may instead
+    hold a JSON object of arguments (V4). ``[]`` when malformed.
+    """
+    calls = _Reader(body, _DSML).calls()
+    if not calls:
+        return []
+    out = []
+    for call in calls:
+        tool = _attribute_name(call.head)
+        if tool is None:
+            return []
+        if call.inner.strip():
+            args = _decode(call.inner)
+            made = _call(tool, args) if isinstance(args, dict) else None
+        else:
+            made = _dsml_call(tool, call.params, ctx)
+        if made is None:
+            return []
+        out.append(made)
+    return out
+
+
+def _dsml_call(tool: str, params: list[_Param], ctx: Context) -> ToolCall | None:
+    args: dict = {}
+    for param in params:
+        attributes = _attributes(param.head)
+        name = _param_name(attributes.get("name"))
+        if name is None:
+            return None
+        kind = attributes.get("string", "").strip().lower()
+        if kind == "true":
+            args[name] = param.value
+        elif kind == "false":
+            value = _decode(param.value)
+            if value is _UNDECODABLE:
+                return None
+            args[name] = value
+        else:
+            args[name] = _typed(ctx, tool, name, _trim(param.value))
+    return _call(tool, args)
+
+
+def _attribute_calls(calls: list[_Call] | None, ctx: Context) -> list[ToolCall]:
+    """MiniMax and Step-3: names in ``name=`` attributes, values typed by the schema."""
+    if not calls:
+        return []
+    out = []
+    for call in calls:
+        tool = _attribute_name(call.head)
+        if tool is None or call.inner.strip():
+            return []
+        pairs = [(_attributes(p.head).get("name", ""), p.value) for p in call.params]
+        made = _typed_call(tool, pairs, ctx)
+        if made is None:
+            return []
+        out.append(made)
+    return out
+
+
+def _typed_call(tool: str, pairs: list[tuple[str, str]], ctx: Context) -> ToolCall | None:
+    """A call from raw (name, value) pairs: names stripped, values trimmed and typed."""
+    args: dict = {}
+    for raw_name, raw_value in pairs:
+        name = _param_name(raw_name)
+        if name is None:
+            return None
+        args[name] = _typed(ctx, tool, name, _trim(raw_value))
+    return _call(tool, args)
+
+
+def _tag_name(text: str) -> str | None:
+    """A call name written in a tag (``<function=NAME>``, ``name="NAME"``), or ``None`` if invalid."""
+    name = text.strip()
+    if not name or any(c.isspace() or c in _BAD_NAME_CHARS for c in name):
+        return None
+    return name
+
+
+def _attribute_name(head: str) -> str | None:
+    name = _attributes(head).get("name")
+    return None if name is None else _tag_name(name)
+
+
+def _param_name(text: str | None) -> str | None:
+    name = (text or "").strip()
+    return name or None
+
+
+def _attributes(head: str) -> dict[str, str]:
+    """``name="x" string='true' k=v`` -> ``{"name": "x", …}``; the first of a repeated attribute wins."""
+    found: dict[str, str] = {}
+    for m in _ATTRIBUTE.finditer(head):
+        value = next(v for v in m.group(2, 3, 4) if v is not None)
+        found.setdefault(m.group(1), value)
+    return found
+
+
+def _trim(value: str) -> str:
+    """Drop exactly one leading and one trailing newline."""
+    if value.startswith("\n"):
+        value = value[1:]
+    if value.endswith("\n"):
+        value = value[:-1]
+    return value
+
+
+def _typed(ctx: Context, tool: str, param: str, text: str) -> object:
+    """``ctx.value``, keeping the string when the schema's JSON decoding hits a nesting limit."""
+    try:
+        return ctx.value(tool, param, text)
+    except RecursionError:
+        return text
+
+
+_UNDECODABLE = object()
+
+
+def _decode(text: str) -> object:
+    """JSON ``text`` (strict, then relaxed), or ``_UNDECODABLE``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return relaxed_json.loads(text)
+    except ValueError:
+        return _UNDECODABLE
+
+
+def _call(name: str, args: dict) -> ToolCall | None:
+    """The call, or ``None`` when the arguments cannot be JSON (NaN, Infinity, nesting too deep)."""
+    try:
+        arguments = json.dumps(args, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError):
+        return None
+    return ToolCall(name, arguments)

@@ -1,0 +1,563 @@
+"""Body grammars of the XML-style dialects: Qwen3 XML, GLM, MiniMax-M2, DeepSeek DSML, Step-3.
+
+Expected values are written by hand from the formats; calls are compared by name and decoded arguments.
+"""
+
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from textcalls.dialects.context import Context
+from textcalls.dialects.xml import dsml, glm, minimax_m2, qwen3_xml, step3
+from textcalls.toolcall import ToolCall
+
+NO_TOOLS = Context()
+TOOLS = Context(
+    [
+        {
+            "type": "function",
+            "function": {
+                "name": "search",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string"},
+                        "limit": {"type": "integer"},
+                        "ratio": {"type": "number"},
+                        "exact": {"type": "boolean"},
+                        "filters": {"type": "object"},
+                        "tags": {"type": "array"},
+                    },
+                },
+            },
+        },
+        {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}},
+    ]
+)
+
+
+def calls(result):
+    """``[(name, arguments as a dict)]`` of a grammar's result."""
+    assert isinstance(result, list)
+    return [(c.name, json.loads(c.arguments)) for c in result]
+
+
+def items(result):
+    """The (name, value) pairs of each call's arguments, in order."""
+    return [list(json.loads(c.arguments).items()) for c in result]
+
+
+# ---------------------------------------------------------------- Qwen3-Coder / Qwen3.5 / Seed-OSS
+
+
+class TestQwen3Xml:
+    def test_one_call_two_parameters(self):
+        body = "\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n"
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("get_weather", {"city": "Paris", "unit": "celsius"})]
+
+    def test_several_functions_in_one_body(self):
+        body = (
+            "\n<function=a>\n<parameter=x>\n1\n</parameter>\n</function>\n"
+            "<function=b>\n<parameter=y>\n2\n</parameter>\n</function>\n"
+        )
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("a", {"x": "1"}), ("b", {"y": "2"})]
+
+    def test_seed_oss_body_is_the_same(self):
+        body = "\n<function=ls>\n<parameter=path>\n/tmp\n</parameter>\n</function>\n"
+        assert calls(qwen3_xml("<seed:tool_call>", body, NO_TOOLS)) == [("ls", {"path": "/tmp"})]
+
+    def test_parameters_keep_their_order(self):
+        body = "<function=f>\n<parameter=z>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n<parameter=m>\n3\n</parameter>\n</function>"
+        assert items(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [[("z", "1"), ("a", "2"), ("m", "3")]]
+
+    def test_no_parameters(self):
+        assert calls(qwen3_xml("<tool_call>", "\n<function=now>\n</function>\n", NO_TOOLS)) == [("now", {})]
+
+    def test_schema_types_values(self):
+        body = (
+            "<function=search>\n"
+            "<parameter=query>\n42\n</parameter>\n"
+            "<parameter=limit>\n5\n</parameter>\n"
+            "<parameter=ratio>\n0.25\n</parameter>\n"
+            "<parameter=exact>\ntrue\n</parameter>\n"
+            '<parameter=filters>\n{"lang": "en", "n": 2}\n</parameter>\n'
+            '<parameter=tags>\n["a", "b"]\n</parameter>\n'
+            "<parameter=extra>\n7\n</parameter>\n"
+            "</function>"
+        )
+        expected = {
+            "query": "42",
+            "limit": 5,
+            "ratio": 0.25,
+            "exact": True,
+            "filters": {"lang": "en", "n": 2},
+            "tags": ["a", "b"],
+            "extra": "7",  # not in the schema
+        }
+        assert calls(qwen3_xml("<tool_call>", body, TOOLS)) == [("search", expected)]
+
+    def test_values_that_do_not_fit_the_schema_stay_strings(self):
+        body = "<function=search>\n<parameter=limit>\nfive\n</parameter>\n<parameter=tags>\n{}\n</parameter>\n</function>"
+        assert calls(qwen3_xml("<tool_call>", body, TOOLS)) == [("search", {"limit": "five", "tags": "{}"})]
+
+    def test_without_schema_values_are_strings(self):
+        body = '<function=search>\n<parameter=limit>\n5\n</parameter>\n<parameter=filters>\n{"a": 1}\n</parameter>\n</function>'
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("search", {"limit": "5", "filters": '{"a": 1}'})]
+
+    def test_exactly_one_newline_is_trimmed_each_side(self):
+        body = "<function=write>\n<parameter=code>\n\n    indented\n\n</parameter>\n<parameter=s>  x  </parameter>\n</function>"
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("write", {"code": "\n    indented\n", "s": "  x  "})]
+
+    def test_multiline_value(self):
+        body = "<function=write>\n<parameter=text>\nline 1\nline 2\n</parameter>\n</function>"
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("write", {"text": "line 1\nline 2"})]
+
+    def test_non_ascii(self):
+        body = "<function=翻訳>\n<parameter=テキスト>\n東京は晴れ ☀️\n</parameter>\n</function>"
+        result = qwen3_xml("<tool_call>", body, NO_TOOLS)
+        assert calls(result) == [("翻訳", {"テキスト": "東京は晴れ ☀️"})]
+        assert "東京" in result[0].arguments  # not escaped
+
+    def test_missing_parameter_close_before_next_parameter(self):
+        body = "<function=f>\n<parameter=a>\n1\n<parameter=b>\n2\n</parameter>\n</function>"
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("f", {"a": "1", "b": "2"})]
+
+    def test_missing_parameter_close_before_function_close(self):
+        body = "<function=f>\n<parameter=a>\n1\n</function>\n"
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("f", {"a": "1"})]
+
+    def test_missing_function_close_at_end(self):
+        body = "<function=f>\n<parameter=a>\n1\n</parameter>\n"
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("f", {"a": "1"})]
+
+    def test_missing_both_closes_at_end(self):
+        assert calls(qwen3_xml("<tool_call>", "<function=f>\n<parameter=a>\n1\n", NO_TOOLS)) == [("f", {"a": "1"})]
+
+    def test_closing_tag_inside_a_value_is_text(self):
+        body = (
+            "<function=write>\n<parameter=content>\n"
+            "s = '</parameter>' + x\n"
+            "</parameter>\n</function>"
+        )
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("write", {"content": "s = '</parameter>' + x"})]
+
+    def test_parameter_tag_inside_a_line_is_text(self):
+        body = "<function=doc>\n<parameter=text>\nwrite <parameter=x> then\n</parameter>\n</function>"
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("doc", {"text": "write <parameter=x> then"})]
+
+    def test_repeated_parameter_keeps_first_place_and_last_value(self):
+        body = "<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n2\n</parameter>\n<parameter=a>\n3\n</parameter>\n</function>"
+        assert items(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [[("a", "3"), ("b", "2")]]
+
+    def test_name_is_stripped(self):
+        assert calls(qwen3_xml("<tool_call>", "<function= f >\n</function>", NO_TOOLS)) == [("f", {})]
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "",
+            "   \n",
+            "just text",
+            '{"name": "f", "arguments": {}}',
+            "note\n<function=f>\n</function>",
+            "<function=f>\n</function>\ntrailing",
+            "<function=f>\nstray\n<parameter=a>\n1\n</parameter>\n</function>",
+            "<function=f>\n<parameter=a>\n1\n</parameter>\nstray\n<parameter=b>\n2\n</parameter>\n</function>",
+            "<function=>\n</function>",
+            "<function=  >\n</function>",
+            "<function=get weather>\n</function>",
+            "<function={{ tc.name }}>\n</function>",
+            '<function="f">\n</function>',
+            "<function=f>\n</parameter>\n</function>",
+            "<function=f>\n<parameter=>\n1\n</parameter>\n</function>",
+            "<parameter=a>\n1\n</parameter>",
+            "</function>",
+        ],
+    )
+    def test_malformed(self, body):
+        assert qwen3_xml("<tool_call>", body, NO_TOOLS) == []
+
+
+# ---------------------------------------------------------------- GLM-4.5 / 4.6 / 4.7 / 5
+
+
+class TestGlm:
+    def test_glm45_with_newlines(self):
+        body = "get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n<arg_key>date</arg_key>\n<arg_value>2024-06-27</arg_value>\n"
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("get_weather", {"city": "Beijing", "date": "2024-06-27"})]
+
+    def test_glm47_without_newlines(self):
+        body = "get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value><arg_key>date</arg_key><arg_value>2024-06-27</arg_value>"
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("get_weather", {"city": "Beijing", "date": "2024-06-27"})]
+
+    def test_parameters_keep_their_order(self):
+        body = "f<arg_key>z</arg_key><arg_value>1</arg_value><arg_key>a</arg_key><arg_value>2</arg_value>"
+        assert items(glm("<tool_call>", body, NO_TOOLS)) == [[("z", "1"), ("a", "2")]]
+
+    @pytest.mark.parametrize("body", ["now", "now\n", "\n now \n"])
+    def test_no_arguments(self, body):
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("now", {})]
+
+    def test_schema_types_values(self):
+        body = (
+            "search\n"
+            "<arg_key>query</arg_key>\n<arg_value>42</arg_value>\n"
+            "<arg_key>limit</arg_key>\n<arg_value>10</arg_value>\n"
+            "<arg_key>ratio</arg_key>\n<arg_value>1.5</arg_value>\n"
+            "<arg_key>exact</arg_key>\n<arg_value>false</arg_value>\n"
+            '<arg_key>filters</arg_key>\n<arg_value>{"k": [1, 2]}</arg_value>\n'
+            '<arg_key>tags</arg_key>\n<arg_value>["x"]</arg_value>\n'
+        )
+        expected = {"query": "42", "limit": 10, "ratio": 1.5, "exact": False, "filters": {"k": [1, 2]}, "tags": ["x"]}
+        assert calls(glm("<tool_call>", body, TOOLS)) == [("search", expected)]
+
+    def test_json_values_without_schema_stay_strings(self):
+        body = 'f<arg_key>obj</arg_key><arg_value>{"a": 1}</arg_value><arg_key>n</arg_key><arg_value>3</arg_value>'
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("f", {"obj": '{"a": 1}', "n": "3"})]
+        # an offered tool without this parameter in its schema: a string too
+        body = "now<arg_key>n</arg_key><arg_value>3</arg_value>"
+        assert calls(glm("<tool_call>", body, TOOLS)) == [("now", {"n": "3"})]
+
+    def test_literal_backslash_n_between_key_and_value(self):
+        body = "f<arg_key>a</arg_key>\\n<arg_value>1</arg_value>"
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("f", {"a": "1"})]
+
+    def test_value_and_key_whitespace(self):
+        body = "f\n<arg_key> path </arg_key>\n<arg_value>\n  a b  \n</arg_value>"
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("f", {"path": "  a b  "})]
+
+    def test_missing_value_close_before_next_key(self):
+        body = "f<arg_key>a</arg_key><arg_value>1<arg_key>b</arg_key><arg_value>2</arg_value>"
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("f", {"a": "1", "b": "2"})]
+
+    def test_missing_value_close_at_end(self):
+        assert calls(glm("<tool_call>", "f<arg_key>a</arg_key><arg_value>1", NO_TOOLS)) == [("f", {"a": "1"})]
+
+    def test_non_ascii(self):
+        body = "查询天气\n<arg_key>城市</arg_key>\n<arg_value>北京 🌧</arg_value>\n"
+        assert calls(glm("<tool_call>", body, NO_TOOLS)) == [("查询天气", {"城市": "北京 🌧"})]
+
+    def test_name_with_inner_space_is_kept(self):
+        assert calls(glm("<tool_call>", "get weather", NO_TOOLS)) == [("get weather", {})]
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "",
+            "  \n ",
+            "<arg_key>a</arg_key><arg_value>1</arg_value>",
+            '{"name": "f"}',
+            "get\nweather<arg_key>a</arg_key><arg_value>1</arg_value>",
+            "a<b<arg_key>a</arg_key><arg_value>1</arg_value>",
+            "f<arg_key>a</arg_key>",
+            "f<arg_key>a</arg_key>junk<arg_value>1</arg_value>",
+            "f<arg_key>a</arg_key><arg_value>1</arg_value>junk<arg_key>b</arg_key><arg_value>2</arg_value>",
+            "f<arg_key>a</arg_key><arg_value>1</arg_value>trailing",
+            "f<arg_key> </arg_key><arg_value>1</arg_value>",
+            "f</arg_value>",
+        ],
+    )
+    def test_malformed(self, body):
+        assert glm("<tool_call>", body, NO_TOOLS) == []
+
+
+# ---------------------------------------------------------------- MiniMax-M2
+
+
+class TestMinimaxM2:
+    def test_two_invokes(self):
+        body = (
+            '\n<invoke name="search_web">\n<parameter name="query">vLLM</parameter>\n<parameter name="n">3</parameter>\n</invoke>\n'
+            '<invoke name="open">\n<parameter name="url">https://example.com</parameter>\n</invoke>\n'
+        )
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [
+            ("search_web", {"query": "vLLM", "n": "3"}),
+            ("open", {"url": "https://example.com"}),
+        ]
+
+    @pytest.mark.parametrize("quote", ['"', "'", ""])
+    def test_name_quotes(self, quote):
+        body = f"<invoke name={quote}f{quote}><parameter name={quote}p{quote}>v</parameter></invoke>"
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [("f", {"p": "v"})]
+
+    def test_whitespace_between_tags_and_in_tags(self):
+        body = ' \n\t<invoke  name = "f" >\n\n  <parameter name="p">v</parameter >\n  </invoke >  \n'
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [("f", {"p": "v"})]
+
+    def test_schema_types_values(self):
+        body = (
+            '<invoke name="search">\n'
+            '<parameter name="limit">7</parameter>\n'
+            '<parameter name="ratio">-2.5e3</parameter>\n'
+            '<parameter name="exact">True</parameter>\n'
+            '<parameter name="filters">{"a": null}</parameter>\n'
+            '<parameter name="tags">[]</parameter>\n'
+            '<parameter name="query">true</parameter>\n'
+            "</invoke>"
+        )
+        expected = {"limit": 7, "ratio": -2500.0, "exact": True, "filters": {"a": None}, "tags": [], "query": "true"}
+        assert calls(minimax_m2("<minimax:tool_call>", body, TOOLS)) == [("search", expected)]
+
+    def test_no_schema_keeps_strings(self):
+        body = '<invoke name="search"><parameter name="limit">7</parameter></invoke>'
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [("search", {"limit": "7"})]
+
+    def test_one_newline_trimmed(self):
+        body = '<invoke name="f"><parameter name="code">\n\ndef f():\n    pass\n\n</parameter></invoke>'
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [("f", {"code": "\ndef f():\n    pass\n"})]
+
+    def test_no_parameters(self):
+        assert calls(minimax_m2("<minimax:tool_call>", '<invoke name="now"></invoke>', NO_TOOLS)) == [("now", {})]
+
+    def test_missing_invoke_close_at_end(self):
+        body = '<invoke name="f">\n<parameter name="p">v</parameter>\n'
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [("f", {"p": "v"})]
+
+    def test_html_in_a_value(self):
+        body = '<invoke name="write">\n<parameter name="html"><p>hi</p></parameter>\n</invoke>'
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [("write", {"html": "<p>hi</p>"})]
+
+    def test_non_ascii(self):
+        body = '<invoke name="перевести"><parameter name="текст">Привет, мир — ✓</parameter></invoke>'
+        assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [("перевести", {"текст": "Привет, мир — ✓"})]
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "",
+            "text",
+            "<invoke><parameter name='p'>v</parameter></invoke>",
+            '<invoke name="">x</invoke>',
+            '<invoke name="f">loose text</invoke>',
+            '<invoke name="f"><parameter>v</parameter></invoke>',
+            '<invoke name="f"><parameter name="p">v</parameter>junk</invoke>',
+            'before<invoke name="f"></invoke>',
+            '<invoke name="f"></invoke>after',
+            '<invoke name="f"></parameter></invoke>',
+        ],
+    )
+    def test_malformed(self, body):
+        assert minimax_m2("<minimax:tool_call>", body, NO_TOOLS) == []
+
+
+# ---------------------------------------------------------------- DeepSeek V3.2 / V4 DSML
+
+B = "｜"  # U+FF5C
+
+
+def dsml_param(name, value, string=None):
+    attr = "" if string is None else f' string="{string}"'
+    return f'<{B}DSML{B}parameter name="{name}"{attr}>{value}</{B}DSML{B}parameter>'
+
+
+def dsml_invoke(name, *inner):
+    return f'<{B}DSML{B}invoke name="{name}">\n' + "\n".join(inner) + f"\n</{B}DSML{B}invoke>"
+
+
+class TestDsml:
+    def test_v32_two_invokes(self):
+        body = (
+            "\n"
+            + dsml_invoke("get_weather", dsml_param("location", "杭州", "true"), dsml_param("date", "2024-01-16", "true"))
+            + "\n"
+            + dsml_invoke("get_weather", dsml_param("location", "北京", "true"), dsml_param("date", "2024-01-16", "true"))
+            + "\n"
+        )
+        assert calls(dsml(f"<{B}DSML{B}function_calls>", body, NO_TOOLS)) == [
+            ("get_weather", {"location": "杭州", "date": "2024-01-16"}),
+            ("get_weather", {"location": "北京", "date": "2024-01-16"}),
+        ]
+
+    def test_string_false_is_json(self):
+        body = dsml_invoke(
+            "f",
+            dsml_param("n", "42", "false"),
+            dsml_param("x", "-1.5", "false"),
+            dsml_param("b", "true", "false"),
+            dsml_param("o", '{"k": ["v", null]}', "false"),
+            dsml_param("a", "[1, 2]", "false"),
+            dsml_param("s", '"quoted"', "false"),
+        )
+        expected = {"n": 42, "x": -1.5, "b": True, "o": {"k": ["v", None]}, "a": [1, 2], "s": "quoted"}
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("f", expected)]
+
+    def test_string_false_relaxed(self):
+        body = dsml_invoke("f", dsml_param("o", "{a: 1, 'b': [2,],}", "false"))
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("f", {"o": {"a": 1, "b": [2]}})]
+
+    def test_string_true_is_verbatim(self):
+        body = dsml_invoke("search", dsml_param("limit", "5", "true"), dsml_param("query", "\n  padded \n", "true"))
+        # even where the schema says integer, and with its newlines
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, TOOLS)) == [("search", {"limit": "5", "query": "\n  padded \n"})]
+
+    def test_without_string_attribute_the_schema_types(self):
+        body = dsml_invoke("search", dsml_param("limit", "5"), dsml_param("query", "\nq\n"))
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, TOOLS)) == [("search", {"limit": 5, "query": "q"})]
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("search", {"limit": "5", "query": "q"})]
+
+    def test_v4_json_object_body(self):
+        body = f'\n<{B}DSML{B}invoke name="f">{{"a": 1, "b": "два"}}</{B}DSML{B}invoke>\n'
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("f", {"a": 1, "b": "два"})]
+
+    def test_v4_relaxed_json_object_body(self):
+        body = f'<{B}DSML{B}invoke name="f">\n{{a: 1,}}\n</{B}DSML{B}invoke>'
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("f", {"a": 1})]
+
+    def test_empty_invoke(self):
+        body = f'<{B}DSML{B}invoke name="now"></{B}DSML{B}invoke>'
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("now", {})]
+
+    def test_ascii_bars(self):
+        body = '<|DSML|invoke name="f"><|DSML|parameter name="p" string="false">1</|DSML|parameter></|DSML|invoke>'
+        assert calls(dsml("<|DSML|tool_calls>", body, NO_TOOLS)) == [("f", {"p": 1})]
+
+    def test_parameters_keep_their_order(self):
+        body = dsml_invoke("f", dsml_param("z", "1", "false"), dsml_param("a", "2", "false"))
+        assert items(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [[("z", 1), ("a", 2)]]
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "",
+            "text",
+            dsml_invoke("f", dsml_param("n", "forty two", "false")),
+            dsml_invoke("f", dsml_param("n", "NaN", "false")),
+            dsml_invoke("f", dsml_param("n", "[" * 5000, "false")),
+            f"<{B}DSML{B}invoke>{dsml_param('p', 'v', 'true')}</{B}DSML{B}invoke>",
+            f'<{B}DSML{B}invoke name="f">[1, 2]</{B}DSML{B}invoke>',
+            f'<{B}DSML{B}invoke name="f">not json</{B}DSML{B}invoke>',
+            f'<{B}DSML{B}invoke name="f"><{B}DSML{B}parameter string="true">v</{B}DSML{B}parameter></{B}DSML{B}invoke>',
+            "junk" + dsml_invoke("f"),
+        ],
+    )
+    def test_malformed(self, body):
+        assert dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS) == []
+
+
+# ---------------------------------------------------------------- Step-3
+
+
+class TestStep3:
+    def test_typical(self):
+        body = (
+            'function<｜tool_sep｜><steptml:invoke name="search">\n'
+            '<steptml:parameter name="query">rust programming</steptml:parameter>\n'
+            '<steptml:parameter name="limit">10</steptml:parameter>\n'
+            "</steptml:invoke>"
+        )
+        assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [("search", {"query": "rust programming", "limit": "10"})]
+        assert calls(step3("<｜tool_call_begin｜>", body, TOOLS)) == [("search", {"query": "rust programming", "limit": 10})]
+
+    def test_schema_types_values(self):
+        body = (
+            'function<｜tool_sep｜><steptml:invoke name="search">'
+            '<steptml:parameter name="ratio">3</steptml:parameter>'
+            '<steptml:parameter name="exact">FALSE</steptml:parameter>'
+            '<steptml:parameter name="filters">{"x": {}}</steptml:parameter>'
+            '<steptml:parameter name="tags">["t"]</steptml:parameter>'
+            "</steptml:invoke>"
+        )
+        expected = {"ratio": 3, "exact": False, "filters": {"x": {}}, "tags": ["t"]}
+        assert calls(step3("<｜tool_call_begin｜>", body, TOOLS)) == [("search", expected)]
+
+    def test_without_the_type_prefix(self):
+        body = '<steptml:invoke name="f"><steptml:parameter name="p">v</steptml:parameter></steptml:invoke>'
+        assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [("f", {"p": "v"})]
+
+    def test_separator_inside_a_value_is_text(self):
+        body = '<steptml:invoke name="f"><steptml:parameter name="p">a<｜tool_sep｜>b</steptml:parameter></steptml:invoke>'
+        assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [("f", {"p": "a<｜tool_sep｜>b"})]
+
+    def test_non_ascii(self):
+        body = 'function<｜tool_sep｜><steptml:invoke name="f"><steptml:parameter name="città">Zürich ✈</steptml:parameter></steptml:invoke>'
+        assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [("f", {"città": "Zürich ✈"})]
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "",
+            "function<｜tool_sep｜>",
+            'search<｜tool_sep｜><steptml:invoke name="f"></steptml:invoke>',
+            'function<steptml:invoke name="f"></steptml:invoke>',
+            "function<｜tool_sep｜><steptml:invoke></steptml:invoke>",
+            'function<｜tool_sep｜><steptml:invoke name="f">text</steptml:invoke>',
+        ],
+    )
+    def test_malformed(self, body):
+        assert step3("<｜tool_call_begin｜>", body, NO_TOOLS) == []
+
+
+# ---------------------------------------------------------------- every grammar
+
+GRAMMARS = [qwen3_xml, glm, minimax_m2, dsml, step3]
+FRAGMENTS = [
+    "<function=f>", "</function>", "<parameter=p>", "<parameter=>", "</parameter>",
+    "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "\\n",
+    '<invoke name="f">', "<invoke name='g'>", "<invoke>", "</invoke>", '<parameter name="limit">', "</parameter >",
+    f'<{B}DSML{B}invoke name="search">', f"</{B}DSML{B}invoke>", f'<{B}DSML{B}parameter name="p" string="false">',
+    f'<{B}DSML{B}parameter name="q" string="true">', f"</{B}DSML{B}parameter>",
+    "function<｜tool_sep｜>", '<steptml:invoke name="search">', "</steptml:invoke>",
+    '<steptml:parameter name="tags">', "</steptml:parameter>",
+    "search", "\n", " ", "{", "}", "[", "]", '"', "'", "1", "NaN", "=", "<", ">", "東",
+]
+markup_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=30).map("".join)
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+@settings(max_examples=300, deadline=None)
+@given(body=st.text() | markup_text, typed=st.booleans())
+def test_never_raises(grammar, body, typed):
+    result = grammar("<opener>", body, TOOLS if typed else NO_TOOLS)
+    assert isinstance(result, list)
+    for call in result:
+        assert isinstance(call, ToolCall) and call.name
+        assert isinstance(json.loads(call.arguments), dict)
+
+
+def test_deep_nesting_under_a_schema_stays_a_string():
+    deep = "[" * 5000
+    body = f"<function=search>\n<parameter=tags>\n{deep}\n</parameter>\n</function>"
+    assert calls(qwen3_xml("<tool_call>", body, TOOLS)) == [("search", {"tags": deep})]
+
+
+ADVERSARIAL = {
+    qwen3_xml: [
+        "<function=f>\n" + "<parameter=a>x" * 80_000,
+        "<function=f>\n<parameter=a>\n" + "</parameter>x" * 80_000,
+        "<function=" * 100_000,
+        "<function=f>\n" + "\n<parameter=a>\n1\n</parameter>" * 40_000 + "\nx",
+    ],
+    glm: [
+        "f" + "<arg_key>a</arg_key><arg_value>x" * 40_000,
+        "f<arg_key>" + "a" * 1_000_000,
+        "f" + "<arg_key>k</arg_key>" * 60_000,
+    ],
+    minimax_m2: [
+        "<invoke " + "a" * 1_000_000 + ">",
+        '<invoke name="' + "x" * 1_000_000,
+        "<invoke " + 'a="' * 300_000 + ">",
+        '<invoke name="f">' + '<parameter name="p">v' * 50_000,
+    ],
+    dsml: [
+        f'<{B}DSML{B}invoke name="f">' + f'<{B}DSML{B}parameter name="p" string="true">v' * 40_000,
+        f'<{B}DSML{B}invoke name="f">' + "{" * 500_000 + f"</{B}DSML{B}invoke>",
+    ],
+    step3: [
+        "function<｜tool_sep｜>" + '<steptml:invoke name="f">' * 40_000,
+        '<steptml:invoke name="f"><steptml:parameter name="p">' + "</steptml:parameter>x" * 50_000,
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("grammar", "body"),
+    [pytest.param(g, b, id=f"{g.__name__}-{n}") for g, bodies in ADVERSARIAL.items() for n, b in enumerate(bodies)],
+)
+def test_large_adversarial_bodies_parse_in_linear_time(grammar, body):
+    assert len(body) >= 500_000
+    start = time.perf_counter()
+    grammar("<opener>", body, TOOLS)
+    assert time.perf_counter() - start < 3.0
