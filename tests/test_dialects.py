@@ -1,0 +1,188 @@
+"""Every default dialect end to end: whole text, negatives, and any split of a stream, on both implementations."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from textcalls import _scan_py
+
+from .conftest import IMPLS
+
+P = "Paris"
+WEATHER = {"city": P}
+# (dialect, text, expected content, expected calls)
+CASES = [
+    ("hermes-array", '<tool_call>[{"name":"a","arguments":{"x":1}},{"name":"b","arguments":{}}]</tool_call>', "",
+     [("a", {"x": 1}), ("b", {})]),
+    ("qwen3-coder", "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+     "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>", "Let me check.",
+     [("get_weather", {"city": P, "days": "3"})]),
+    ("seed-oss", "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
+     "</seed:tool_call>", "", [("get_weather", WEATHER)]),
+    ("glm-4.5", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", "",
+     [("get_weather", WEATHER)]),
+    ("glm-4.7", "ok<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>", "ok",
+     [("get_weather", WEATHER)]),
+    ("deepseek-ascii", "<|tool▁calls▁begin|><|tool▁call▁begin|>function<|tool▁sep|>get_weather\n```json\n"
+     '{"city": "Paris"}\n```<|tool▁call▁end|><|tool▁calls▁end|>', "", [("get_weather", WEATHER)]),
+    ("deepseek-r1-distill", "<｜tool▁calls｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}"
+     "<｜tool▁call▁end｜>", "", [("get_weather", WEATHER)]),
+    ("dsml-v3.2", '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" '
+     'string="true">Paris</｜DSML｜parameter>\n<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
+     "</｜DSML｜invoke>\n</｜DSML｜function_calls>", "", [("get_weather", {"city": P, "days": 3})]),
+    ("dsml-v4", '<｜DSML｜tool_calls><｜DSML｜invoke name="get_weather">{"city": "Paris"}</｜DSML｜invoke>'
+     "</｜DSML｜tool_calls>", "", [("get_weather", WEATHER)]),
+    ("kimi-k2", "Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+     '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>', "Sure.",
+     [("get_weather", WEATHER)]),
+    ("minimax-m2", '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+     "</invoke>\n</minimax:tool_call>", "", [("get_weather", WEATHER)]),
+    ("minimax-m1", '<tool_calls>\n{"name": "a", "arguments": {"x": 1}}\n{"name": "b", "arguments": {}}\n</tool_calls>',
+     "", [("a", {"x": 1}), ("b", {})]),
+    ("mistral-v7", '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]', "",
+     [("get_weather", WEATHER)]),
+    ("mistral-v11", '[TOOL_CALLS]get_weather{"city": "Paris"} done', "done", [("get_weather", WEATHER)]),
+    ("mistral-v13", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', "", [("get_weather", WEATHER)]),
+    ("gemma4", '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>', "",
+     [("get_weather", {"city": P, "days": 3})]),
+    ("function-gemma", "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>", "",
+     [("get_weather", WEATHER)]),
+    ("lfm2", "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>", "", [("get_weather", WEATHER)]),
+    ("olmo3", '<function_calls>get_weather(city="Paris")\nget_time(tz="CET")</function_calls>', "",
+     [("get_weather", WEATHER), ("get_time", {"tz": "CET"})]),
+    ("llama4", '<|python_start|>[get_weather(city="Paris")]<|python_end|>', "", [("get_weather", WEATHER)]),
+    ("llama3", '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>', "",
+     [("get_weather", WEATHER)]),
+    ("granite3", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]', "",
+     [("get_weather", WEATHER)]),
+    ("internlm", '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Paris"}}<|action_end|>',
+     "", [("get_weather", WEATHER)]),
+    ("command-r", '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]<|END_ACTION|>',
+     "", [("get_weather", WEATHER)]),
+    ("nemotron", '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</TOOLCALL>', "",
+     [("get_weather", WEATHER)]),
+    ("step3", '<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="get_weather">'
+     '<steptml:parameter name="city">Paris</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>',
+     "", [("get_weather", WEATHER)]),
+    ("functionary", '<function=get_weather>{"city": "Paris"}</function>', "", [("get_weather", WEATHER)]),
+    ("function-name-attr", '<function name="get_weather">{"city": "Paris"}</function>', "",
+     [("get_weather", WEATHER)]),
+    ("qwen-without-wrapper", "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>", "",
+     [("get_weather", WEATHER)]),
+    ("longcat", '<longcat_tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</longcat_tool_call>', "",
+     [("get_weather", WEATHER)]),
+    ("apertus", '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>', "", [("get_weather", WEATHER)]),
+    ("wrapper-tools", 'x <tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>', "x",
+     [("get_weather", WEATHER)]),
+]
+NEGATIVE = [
+    "I list <tool_calls> and </tool_calls> in the docs.",
+    '<json>{"a": 1}</json> is a JSON tag',
+    "<response>hello</response>",
+    "a [TOOL_CALLS] marker mentioned in prose",
+    "markdown [link](http://x) and [1, 2]",
+    "<function> and </function> in HTML-ish prose",
+]
+
+
+def calls(parsed):
+    return [(c.name, json.loads(c.arguments)) for c in parsed.calls]
+
+
+@pytest.mark.parametrize(("dialect", "text", "content", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_dialect_whole_text(impl, tc, dialect, text, content, expected):
+    parsed = tc.parse(text)
+    assert parsed.content == content
+    assert calls(parsed) == expected
+
+
+def test_kimi_keeps_its_call_id(impl, tc):
+    text = dict((c[0], c[1]) for c in CASES)["kimi-k2"]
+    assert [c.id for c in tc.parse(text).calls] == ["functions.get_weather:0"]
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_prose_that_looks_like_markup_is_kept(impl, tc, text):
+    parsed = tc.parse(text)
+    assert calls(parsed) == []
+    assert parsed.content == text and parsed.removed == 0
+
+
+def test_a_tag_word_alone_is_not_a_glm_call(impl, tc):
+    assert tc.parse("<tool_call>oops</tool_call>").calls == []
+    assert calls(tc.parse("<tool_call>get_time\n</tool_call>")) == [("get_time", {})]
+
+
+def test_formats_restricts_the_dialects(impl, tc):
+    text = dict((c[0], c[1]) for c in CASES)["mistral-v11"]
+    assert tc.parse(text, formats=["hermes"]).calls == []
+    assert tc.parse(text, formats=["hermes"]).content == text
+    assert calls(tc.parse(text, formats=["mistral"])) == [("get_weather", WEATHER)]
+    with pytest.raises(ValueError, match="unknown dialect"):
+        tc.parse(text, formats=["nope"])
+    with pytest.raises(TypeError, match="formats"):
+        tc.parse(text, formats="mistral")
+
+
+def test_dialects_lists_the_defaults(tc):
+    assert tc.DIALECTS["hermes"] is True and tc.DIALECTS["mistral"] is True
+    assert set(tc.DIALECTS) >= {"kimi_k2", "minimax_m2", "deepseek_dsml", "gemma4", "olmo3", "lfm2", "step3"}
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]
+
+
+def test_tools_type_xml_values(impl, tc):
+    text = dict((c[0], c[1]) for c in CASES)["qwen3-coder"]
+    assert calls(tc.parse(text, tools=TOOLS)) == [("get_weather", {"city": P, "days": 3})]
+
+
+@pytest.mark.parametrize(("policy", "content", "names"), [
+    ("keep_text", '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call> ok', []),
+    ("drop", "ok", []),
+    ("accept", "ok", ["rm_rf"]),
+])
+def test_unknown_tools_policy(impl, tc, policy, content, names):
+    text = '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call> ok'
+    parsed = tc.parse(text, tools=TOOLS, unknown_tools=policy)
+    assert parsed.content == content and [c.name for c in parsed.calls] == names
+
+
+def test_unknown_tools_must_be_a_policy(impl, tc):
+    with pytest.raises(ValueError, match="unknown_tools"):
+        tc.parse("x", unknown_tools="maybe")
+    with pytest.raises(TypeError, match="tools"):
+        tc.parse("x", tools={"type": "function"})
+
+
+def _run(mod, text, cuts):
+    s = mod.StreamScrubber()
+    outs, prev = [], 0
+    for c in cuts + [len(text)]:
+        outs.append(s.feed(text[prev:c]))
+        prev = c
+    outs.append(s.flush())
+    return "".join(outs), [(c.name, c.arguments) for c in s.calls], s.removed
+
+
+ALL_TEXT = st.lists(st.sampled_from([c[1] for c in CASES] + NEGATIVE + [" and ", "\n"]), min_size=1, max_size=4).map(
+    "".join)
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), text=ALL_TEXT)
+def test_any_split_of_dialect_text_equals_the_whole(mod, data, text):
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20).map(sorted))
+    assert _run(mod, text, cuts) == _run(mod, text, [])
+
+
+@pytest.mark.skipif(IMPLS[0].id != "c", reason="the Cython extension is disabled")
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), text=ALL_TEXT)
+def test_twin_agrees_on_dialect_text(data, text):
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20).map(sorted))
+    assert _run(IMPLS[0].values[0], text, cuts) == _run(_scan_py, text, cuts)
