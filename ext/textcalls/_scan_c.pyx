@@ -661,6 +661,23 @@ cdef class StreamScrubber:
                         self._esc = True
                 p += 1
                 continue
+            # the closer first (it may look like an opener), then openers, then the JSON state
+            if closer.n and c == closer.ch[0]:
+                r = _match(kind, d, n, p, closer)
+                if r == 1:
+                    out[0] = p
+                    return LX_CLOSE
+                if r == -1 and not final:
+                    out[0] = p
+                    return LX_MORE
+            if c < 128 and spec.strong_first[c]:
+                r = spec.opener_at(kind, d, n, p, final)
+                if r == 1:
+                    out[0] = p
+                    return LX_OPENER
+                if r == -1:
+                    out[0] = p
+                    return LX_MORE
             if self._json_end:
                 if self._raw:
                     if c == 0x7B or (c == 0x5B and self._lead):  # '{', or '[' first
@@ -681,22 +698,6 @@ cdef class StreamScrubber:
                 self._raw = False
             elif c == 0x22 and not self._raw:
                 self._in_str = True
-            elif closer.n and c == closer.ch[0]:
-                r = _match(kind, d, n, p, closer)
-                if r == 1:
-                    out[0] = p
-                    return LX_CLOSE
-                if r == -1 and not final:
-                    out[0] = p
-                    return LX_MORE
-            if c < 128 and spec.strong_first[c]:
-                r = spec.opener_at(kind, d, n, p, final)
-                if r == 1:
-                    out[0] = p
-                    return LX_OPENER
-                if r == -1:
-                    out[0] = p
-                    return LX_MORE
             p += 1
         if p >= limit:
             # Past the cap: decide once the text a raw closer could span is all here.

@@ -404,6 +404,19 @@ class StreamScrubber:
                     p = n
                 continue
             c = s[p]
+            # the closer first (it may look like an opener), then openers, then the JSON state
+            if c == closer[:1]:
+                r = _match(s, p, closer)
+                if r == 1:
+                    return ("close", p)
+                if r == -1 and not final:
+                    return ("more", p)
+            if c in spec.strong:
+                o = _opener_at(spec, s, p, final)
+                if o == 1:
+                    return ("opener", p)
+                if o == -1:
+                    return ("more", p)
             if self._json_end:
                 if self._raw:
                     if c == "{" or (c == "[" and self._lead):
@@ -423,18 +436,6 @@ class StreamScrubber:
                 self._raw = False
             elif c == '"' and not self._raw:
                 self._in_str = True
-            elif c == closer[:1]:
-                r = _match(s, p, closer)
-                if r == 1:
-                    return ("close", p)
-                if r == -1 and not final:
-                    return ("more", p)
-            if c in spec.strong:
-                o = _opener_at(spec, s, p, final)
-                if o == 1:
-                    return ("opener", p)
-                if o == -1:
-                    return ("more", p)
             p += 1
         if p >= limit:
             # Past the cap: decide once the text a raw closer could span is all here.
