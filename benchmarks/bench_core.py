@@ -25,10 +25,16 @@ for corpus in CORPORA:
 for corpus in ("calls", "deepseek", "html"):
     ratio(f"feed per {corpus} delta (Cython) / list.append", f"stream-{corpus}-c", f"append-{corpus}")
 ratio("1-char deltas in one block: 1 MiB / 256 KiB (linear = 4)", "block-1m", "block-256k", "target ~ 4")
+for corpus in CORPORA:
+    ratio(f"stream {corpus}: all default dialects / Hermes+DeepSeek only (Cython)", f"stream-{corpus}-c",
+          f"core-stream-{corpus}-c", "target <= 1.5")
+    ratio(f"parse {corpus}: all default dialects / Hermes+DeepSeek only (Cython)", f"parse-{corpus}-c",
+          f"core-parse-{corpus}-c", "target <= 1.5")
+CORE = ("hermes", "deepseek")
 
 
-def _stream(mod, deltas):
-    feed = mod.StreamScrubber().feed
+def _stream(mod, deltas, formats=None):
+    feed = mod.StreamScrubber(formats=formats).feed
     for d in deltas:
         feed(d)
 
@@ -79,3 +85,14 @@ def _block_stream(size):
 @pytest.mark.parametrize(("name", "size"), [("block-256k", 256 * 1024), ("block-1m", 1024 * 1024)])
 def test_one_char_deltas_in_a_block(bench, name, size):
     bench(name, _stream, _scan_c, _block_stream(size))
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_core_only_stream(bench, corpus):
+    bench(f"core-stream-{corpus}-c", _stream, _scan_c, DELTAS[corpus], CORE)
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_core_only_parse(bench, monkeypatch, corpus):
+    monkeypatch.setattr(_scan, "impl", _scan_c)
+    bench(f"core-parse-{corpus}-c", lambda text: parse(text, formats=CORE), CORPORA[corpus])

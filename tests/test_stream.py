@@ -162,3 +162,12 @@ def test_adversarial_blocks_hitting_the_cap_stay_linear(impl):
     s = impl.StreamScrubber(max_block=1_000)
     out = "".join(s.feed(text[i:i + 7]) for i in range(0, len(text), 7)) + s.flush()
     assert out == text and s.calls == []
+
+
+def test_adversarial_unclosed_weak_openers_stay_linear(impl):
+    # Openers that do not interrupt other blocks (<tool_calls>, <json>, <function …>) never closed:
+    # meeting its own opener again ends each one, so the text is scanned a bounded number of times.
+    text = "<tool_calls> <json> <function=f> <tools> x " * 5_000
+    s = impl.StreamScrubber()
+    out = "".join(s.feed(text[i:i + 5]) for i in range(0, len(text), 5)) + s.flush()
+    assert out == text and s.calls == []

@@ -128,9 +128,16 @@ cdef class _CSpec:
     cdef bint* json_end         # per block kind: ends where its JSON value ends
     cdef bint* json_strings     # per block kind
     cdef int* block_dialect     # per block kind
+    cdef int* block_entry       # per block kind: the index of its opener in entries
+    cdef bint* has_starts       # per block kind: the body's first character is restricted
+    cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
     cdef bint strong_first[128]
     cdef Py_UCS4 first_chars[8]
+    cdef bint pair[128][128]    # some literal starts with these two (ASCII) characters
+    cdef bint pair_wide[128]    # some literal starts with this character and a non-ASCII one
+    cdef int first_lo[128]      # entries [first_lo, first_hi) start with this character
+    cdef int first_hi[128]
     cdef int n_first
     cdef Py_ssize_t longest
     cdef list dialects
@@ -145,20 +152,31 @@ cdef class _CSpec:
         self.json_end = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
-        if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect):
+        self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
+        self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
+        self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
+        if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
+                and self.block_entry and self.has_starts and self.starts):
             raise MemoryError()
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
         for c in range(128):
             self.first[c] = False
             self.strong_first[c] = False
+            self.first_lo[c] = 0
+            self.first_hi[c] = 0
+            self.pair_wide[c] = False
+            for e in range(128):
+                self.pair[c][e] = False
+        e = 0
         self.n_first = 0
         self.longest = 1
         items = [(b.opener, True, k, b) for k, b in enumerate(table.blocks)]
         items += [(m.literal, False, k, m) for k, m in enumerate(table.markers)]
-        items.sort(key=lambda it: -len(it[0]))
+        # grouped by their first two characters, longest first within a group
+        items.sort(key=lambda it: (it[0][0], it[0][1], -len(it[0])))
         for text, is_block, k, obj in items:
-            if ord(text[0]) >= 128:
-                raise ValueError(f"a marker literal must start with an ASCII character: {text!r}")
+            if ord(text[0]) >= 128 or len(text) < 2:
+                raise ValueError(f"a marker literal must start with an ASCII character and be 2+ long: {text!r}")
             en = &self.entries[e]
             _lit(&en.lit, text)
             en.block = is_block
@@ -172,18 +190,29 @@ cdef class _CSpec:
             if not self.first[ord(text[0])]:
                 if self.n_first == 8:
                     raise ValueError("at most 8 distinct first characters")
+                self.first_lo[ord(text[0])] = e
                 self.first[ord(text[0])] = True
                 self.first_chars[self.n_first] = ord(text[0])
                 self.n_first += 1
             if en.strong:
                 self.strong_first[ord(text[0])] = True
+            if ord(text[1]) < 128:
+                self.pair[ord(text[0])][ord(text[1])] = True
+            else:
+                self.pair_wide[ord(text[0])] = True
+            if is_block:
+                self.block_entry[k] = e
             self.longest = max(self.longest, len(text))
             e += 1
+            self.first_hi[ord(text[0])] = e
         for k, b in enumerate(table.blocks):
             _lit(&self.closers[k], b.closer or "")
             self.json_end[k] = b.closer is None
             self.json_strings[k] = b.json_strings
             self.block_dialect[k] = self.dialects.index(b.dialect)
+            self.has_starts[k] = b.starts is not None
+            for c in range(128):
+                self.starts[k * 128 + c] = b.starts is not None and chr(c) in b.starts
 
     def __dealloc__(self):
         PyMem_Free(self.entries)
@@ -191,6 +220,24 @@ cdef class _CSpec:
         PyMem_Free(self.json_end)
         PyMem_Free(self.json_strings)
         PyMem_Free(self.block_dialect)
+        PyMem_Free(self.block_entry)
+        PyMem_Free(self.has_starts)
+        PyMem_Free(self.starts)
+
+    cdef inline int lower_bound(self, int lo, int hi, Py_UCS4 c2) noexcept:
+        """The first entry in [lo, hi) (sorted by second character) whose second character is >= c2."""
+        cdef int mid
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.entries[mid].lit.ch[1] < c2:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cdef inline Py_ssize_t find_char(self, int kind, const void* d, Py_ssize_t start, Py_ssize_t end, int f) noexcept:
+        """Index of first character number ``f`` in [start, end), or -1."""
+        return _find(kind, d, start, end, self.first_chars[f])
 
     cdef inline Py_ssize_t find_first(self, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
         """Index of the next character that can begin a literal, in [start, end), or -1."""
@@ -209,18 +256,19 @@ cdef class _CSpec:
                 return i
         return -1
 
-    cdef int opener_at(self, int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint final) noexcept:
-        """1 if a strong opener (a tag one with its delimiter) starts at ``i``; -1 undecided; else 0."""
+    cdef int opener_at(self, int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint final, int own) noexcept:
+        """1 if a strong opener, or entry ``own`` (the open block's opener; -1: none), starts at ``i`` (a tag
+        one with its delimiter); -1 undecided; else 0."""
         cdef bint undecided = False
         cdef int e, r
         cdef Py_ssize_t j
         cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
         cdef Entry* en
-        if c >= 128 or not self.strong_first[c]:
+        if (c >= 128 or not self.strong_first[c]) and (own < 0 or self.entries[own].lit.ch[0] != c):
             return 0
         for e in range(self.n_entries):
             en = &self.entries[e]
-            if not en.strong or en.lit.ch[0] != c:
+            if not (en.strong or e == own) or en.lit.ch[0] != c:
                 continue
             r = _match(kind, d, n, i, &en.lit)
             if r == -1:
@@ -356,7 +404,7 @@ def hold_from(text, *, formats=None):
 # -- the stream state machine ---------------------------------------------------------------------
 
 cdef enum Lexed:
-    LX_CLOSE, LX_OPENER, LX_MORE, LX_CAP, LX_END
+    LX_CLOSE, LX_PROSE, LX_MORE, LX_CAP, LX_END
 
 cdef enum Cand:
     C_HOLD, C_PROSE, C_MARKER, C_BLOCK
@@ -391,6 +439,8 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _gopen
     cdef bint _raw, _poisoned, _in_str, _esc, _lead
     cdef Py_ssize_t _depth
+    cdef object _memo_s       # the buffer _next_at speaks of
+    cdef Py_ssize_t _next_at[8]  # per first character: its next index in _memo_s at or after the search (-1: none)
 
     def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text"):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
@@ -458,13 +508,14 @@ cdef class StreamScrubber:
                     self._body_len += q - p
                     self._held = s[q:]
                     self._pos = base + q
+                    self._memo_s = None
                     return "".join(out)
                 if kind == LX_CLOSE:
                     end = q + self._spec.closers[self._k].n
                     self._finish("".join(self._parts) + s[p:q], out, s[q:end])
                     p = end
                     continue
-                if kind == LX_OPENER:
+                if kind == LX_PROSE:  # another opener, or a first character the block cannot start with
                     self._emit(out, self._opener + "".join(self._parts) + s[p:q])
                     self._opener = None
                     p = q
@@ -486,6 +537,7 @@ cdef class StreamScrubber:
                 continue
             p = self._outside(s, p, base, final, out)
             if p < 0:
+                self._memo_s = None
                 return "".join(out)
 
     cdef Py_ssize_t _outside(self, str s, Py_ssize_t p, Py_ssize_t base, bint final, list out) except -2:
@@ -494,9 +546,20 @@ cdef class StreamScrubber:
         cdef const void* d = PyUnicode_DATA(s)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
         cdef Py_ssize_t search = p, i, a = 0, b = 0
+        cdef Py_ssize_t* next_at = self._next_at
+        cdef int f
         cdef Cand cand
+        if s is not self._memo_s:  # the per-character search positions belong to one buffer
+            self._memo_s = s
+            for f in range(self._spec.n_first):
+                next_at[f] = -2  # not looked for yet
         while True:
-            i = self._spec.find_first(kind, d, search, n)
+            i = -1
+            for f in range(self._spec.n_first):  # each character's search only moves forward: linear
+                if next_at[f] == -2 or (next_at[f] >= 0 and next_at[f] < search):
+                    next_at[f] = self._spec.find_char(kind, d, search, n, f)
+                if next_at[f] >= 0 and (i < 0 or next_at[f] < i):
+                    i = next_at[f]
             if i < 0:
                 self._emit(out, s[p:])
                 self._held = ""
@@ -538,18 +601,36 @@ cdef class StreamScrubber:
         cdef bint hold_any, found
         cdef Entry* en
         cdef Entry* other
+        cdef int lo = spec.first_lo[c], hi = spec.first_hi[c]
+        cdef Py_UCS4 c2
         a[0] = i + 1
-        # a literal the text ends inside holds the stream (entries are longest first)
-        for e in range(spec.n_entries):
-            if spec.entries[e].lit.ch[0] == c and _match(kind, d, n, i, &spec.entries[e].lit) == -1 and not final:
+        if i + 1 < n:  # second-character dispatch: only the entries that share the first two
+            c2 = PyUnicode_READ(kind, d, i + 1)
+            if not (spec.pair_wide[c] if c2 >= 128 else spec.pair[c][c2]):
+                return C_PROSE
+            lo = spec.lower_bound(lo, hi, c2)
+            hi = spec.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
+        # a literal the text ends inside holds the stream
+        for e in range(lo, hi):
+            if _match(kind, d, n, i, &spec.entries[e].lit) == -1 and not final:
                 return C_HOLD
-        for e in range(spec.n_entries):
+        for e in range(lo, hi):
             en = &spec.entries[e]
-            if en.lit.ch[0] != c or _match(kind, d, n, i, &en.lit) != 1:
+            if _match(kind, d, n, i, &en.lit) != 1:
                 continue
             j = i + en.lit.n
             if en.block:
                 if not en.tag:
+                    if spec.has_starts[en.k]:
+                        # the lexer's first-character test, made here when it can only say "text"
+                        m = j
+                        while m < n and _ws(PyUnicode_READ(kind, d, m)):
+                            m += 1
+                        if m < n:
+                            f = <int>PyUnicode_READ(kind, d, m)
+                            if f < 128 and not spec.first[f] and not spec.starts[en.k * 128 + f]:
+                                a[0] = m
+                                return C_PROSE
                     a[0] = en.k
                     b[0] = j
                     return C_BLOCK
@@ -569,7 +650,7 @@ cdef class StreamScrubber:
                     f = <int>PyUnicode_READ(kind, d, q)
                     if f >= 128 or not spec.strong_first[f]:
                         continue
-                    o = spec.opener_at(kind, d, n, q, final)
+                    o = spec.opener_at(kind, d, n, q, final, -1)
                     if o == 1:
                         a[0] = q  # an opener inside the attribute text: this one is prose
                         return C_PROSE
@@ -644,8 +725,10 @@ cdef class StreamScrubber:
         cdef Py_ssize_t end = min(n, limit)
         cdef const Lit* closer = &self._spec.closers[self._k]
         cdef _CSpec spec = self._spec
+        cdef int own = spec.block_entry[self._k]  # meeting its own opener again ends a block too
         cdef Py_UCS4 c
         cdef int r
+        cdef bint lead
         if self._esc and p < end:
             p += 1
             self._esc = False
@@ -670,21 +753,25 @@ cdef class StreamScrubber:
                 if r == -1 and not final:
                     out[0] = p
                     return LX_MORE
-            if c < 128 and spec.strong_first[c]:
-                r = spec.opener_at(kind, d, n, p, final)
+            if (c < 128 and spec.strong_first[c]) or c == spec.entries[own].lit.ch[0]:
+                r = spec.opener_at(kind, d, n, p, final, own)
                 if r == 1:
                     out[0] = p
-                    return LX_OPENER
+                    return LX_PROSE
                 if r == -1:
                     out[0] = p
                     return LX_MORE
+            lead = self._lead and not _ws(c)  # the body's first non-blank character
+            if lead:
+                self._lead = False
+                if spec.has_starts[self._k] and not (c < 128 and spec.starts[self._k * 128 + <int>c]):
+                    out[0] = p
+                    return LX_PROSE
             if self._json_end:
                 if self._raw:
-                    if c == 0x7B or (c == 0x5B and self._lead):  # '{', or '[' first
+                    if c == 0x7B or (c == 0x5B and lead):  # '{', or '[' first
                         self._raw = False
                         self._depth = 1
-                    elif not _ws(c):
-                        self._lead = False
                 elif c == 0x7B or c == 0x5B:
                     self._depth += 1
                 elif c == 0x7D or c == 0x5D:

@@ -80,8 +80,7 @@ class _Spec:
         for b in sorted((b for b in table.blocks if b.strong), key=lambda b: -len(b.opener)):
             self.strong.setdefault(b.opener[0], []).append((b.opener, b.delimiters))
         self.tags = [(b.opener, b.delimiters) for b in table.blocks if b.delimiters is not None]
-        self.first = re.compile("[" + re.escape("".join(self.by_first)) + "]")
-        self.only_first = "".join(self.by_first) if len(self.by_first) == 1 else None
+        self.first_chars = tuple(self.by_first)
         self.strong_first = re.compile("[" + re.escape("".join(self.strong)) + "]" if self.strong else "(?!)")
         self.openers_of = {}
         for b in table.blocks:
@@ -98,6 +97,16 @@ def _spec(table) -> _Spec:
     return spec
 
 
+def _find_first(chars, s: str, start: int, end: int) -> int:
+    """Index of the first of ``chars`` in ``s[start:end]``, or -1."""
+    best = -1
+    for c in chars:
+        i = s.find(c, start, end if best < 0 else best)
+        if i >= 0:
+            best = i
+    return best
+
+
 def _search(pattern, s: str, p: int, end: int) -> int:
     m = pattern.search(s, p, end)
     return -1 if m is None else m.start()
@@ -112,10 +121,14 @@ def _match(s: str, i: int, lit: str) -> int:
     return 0
 
 
-def _opener_at(spec: _Spec, s: str, i: int, final: bool) -> int:
-    """1 if a strong opener (a tag one with its delimiter) starts at ``s[i]``; -1 undecided; else 0."""
+def _opener_at(spec: _Spec, s: str, i: int, final: bool, own=None) -> int:
+    """1 if a strong opener, or ``own`` (the open block's opener), starts at ``s[i]`` (a tag one with
+    its delimiter); -1 undecided; else 0."""
     undecided = False
-    for lit, delims in spec.strong.get(s[i], ()):
+    candidates = spec.strong.get(s[i], ())
+    if own is not None and own[0][0] == s[i]:
+        candidates = (*candidates, own)
+    for lit, delims in candidates:
         r = _match(s, i, lit)
         if r == -1:
             undecided = True
@@ -186,10 +199,7 @@ class StreamScrubber:
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
-        spec = self._spec
-        if not self._held and self._opener is None and (
-            spec.only_first not in delta if spec.only_first else spec.first.search(delta) is None
-        ):
+        if not self._held and self._opener is None and not any(c in delta for c in self._spec.first_chars):
             if self._after is not None and not _all_ws(delta):
                 self._after = None
             self._pos += len(delta)
@@ -231,7 +241,7 @@ class StreamScrubber:
                     self._finish("".join(self._parts) + s[p:q], out, s[q:end])
                     p = end
                     continue
-                if kind == "opener":
+                if kind == "prose":  # another opener, or a first character the block cannot start with
                     self._emit(out, self._opener + "".join(self._parts) + s[p:q])
                     self._opener = None
                     p = q
@@ -258,10 +268,9 @@ class StreamScrubber:
     def _outside(self, s: str, p: int, base: int, final: bool, out: list) -> int:
         """Scan prose from ``p``. Returns the body start of a block it opened, or -1 when done."""
         n = len(s)
-        first, only = self._spec.first, self._spec.only_first
         search = p
         while True:
-            i = s.find(only, search) if only else _search(first, s, search, n)
+            i = _find_first(self._spec.first_chars, s, search, n)
             if i < 0:
                 self._emit(out, s[p:])
                 self._held, self._pos = "", base + n
@@ -379,12 +388,14 @@ class StreamScrubber:
         self._opener = None
 
     def _lex(self, s: str, p: int, final: bool):
-        """Lex a block body in ``s`` from ``p``: ('close'|'opener'|'more'|'cap'|'end', index)."""
+        """Lex a block body in ``s`` from ``p``: ('close'|'prose'|'more'|'cap'|'end', index)."""
         n = len(s)
         limit = p + (self.max_block - self._body_len) + 1  # a closer or opener may start before limit
         end = min(n, limit)
         closer = self._closer
         spec = self._spec
+        block = spec.table.blocks[self._k]
+        own = (block.opener, block.delimiters)  # meeting its own opener again ends a block too
         if self._esc and p < end:
             p += 1
             self._esc = False
@@ -411,19 +422,22 @@ class StreamScrubber:
                     return ("close", p)
                 if r == -1 and not final:
                     return ("more", p)
-            if c in spec.strong:
-                o = _opener_at(spec, s, p, final)
+            if c in spec.strong or c == own[0][0]:
+                o = _opener_at(spec, s, p, final, own)
                 if o == 1:
-                    return ("opener", p)
+                    return ("prose", p)
                 if o == -1:
                     return ("more", p)
+            lead = self._lead and c not in WHITESPACE  # the body's first non-blank character
+            if lead:
+                self._lead = False
+                if block.starts is not None and c not in block.starts:
+                    return ("prose", p)
             if self._json_end:
                 if self._raw:
-                    if c == "{" or (c == "[" and self._lead):
+                    if c == "{" or (c == "[" and lead):
                         self._raw = False
                         self._depth = 1
-                    elif c not in WHITESPACE:
-                        self._lead = False
                 elif c in "{[":
                     self._depth += 1
                 elif c in "}]":

@@ -30,7 +30,10 @@ class Block:
     ``closer=None``: the block ends where the JSON value that starts the body ends (the first ``{``,
     or a ``[`` that is the body's first non-blank character).
     ``json_strings``: from the body's first ``{``, a closer inside a JSON string does not end it.
-    ``strong``: meeting this opener inside another block's body makes that other block prose.
+    ``strong``: meeting this opener inside another block's body makes that other block prose (any
+    opener met again inside its own kind of block does that too).
+    ``starts``: the characters the body may start with (after whitespace); any other makes the opener
+    text at once — for openers that are also words people write (``<tool_calls>``, ``<json>`` …).
     """
 
     dialect: str
@@ -40,6 +43,7 @@ class Block:
     delimiters: str | None = None
     json_strings: bool = True
     strong: bool = True
+    starts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ BLOCKS: tuple[Block, ...] = (
           json_strings=False),
     Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
     Block("minimax_m2", "<minimax:tool_call>", "</minimax:tool_call>", "minimax_m2", json_strings=False),
-    Block("minimax_m1", "<tool_calls>", "</tool_calls>", "json_lines_or_array", strong=False),
+    Block("minimax_m1", "<tool_calls>", "</tool_calls>", "json_lines_or_array", strong=False, starts="{["),
     Block("mistral", "[TOOL_CALLS]", None, "mistral"),
     Block("gemma4", "<|tool_call>", "<tool_call|>", "gemma4", json_strings=False),
     Block("function_gemma", "<start_function_call>", "<end_function_call>", "function_gemma", json_strings=False),
@@ -124,10 +128,13 @@ BLOCKS: tuple[Block, ...] = (
     Block("command_r", "<|START_ACTION|>", "<|END_ACTION|>", "json_calls"),
     Block("nemotron", "<TOOLCALL>", "</TOOLCALL>", "json_calls"),
     Block("step3", f"<{_BAR}tool_call_begin{_BAR}>", f"<{_BAR}tool_call_end{_BAR}>", "step3", json_strings=False),
-    Block("functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False),
+    Block("functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False,
+          starts="{<"),
     Block("longcat", "<longcat_tool_call>", "</longcat_tool_call>", "hermes"),
     Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
-) + tuple(Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False) for w in _WRAPPERS)
+) + tuple(
+    Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS
+)
 
 MARKERS: tuple[Marker, ...] = (
     Marker(DEEPSEEK, DEEPSEEK_SECTION_OPEN, before=True),
