@@ -30,12 +30,25 @@ WEATHER_CTX = Context(
             "type": "function",
             "function": {
                 "name": "get_weather",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                },
             },
         }
     ]
 )
-GRAMMARS = [json_calls, json_lines_or_array, wrapped_call, function_tag, kimi_k2, mistral, apertus, gemma4, function_gemma]
+GRAMMARS = [
+    json_calls,
+    json_lines_or_array,
+    wrapped_call,
+    function_tag,
+    kimi_k2,
+    mistral,
+    apertus,
+    gemma4,
+    function_gemma,
+]
 Q = '<|"|>'  # Gemma 4's string delimiter
 
 
@@ -163,7 +176,9 @@ def test_wrapped_call(opener):
 
 
 def test_wrapped_call_array_fence_and_inner_json():
-    body = '<json>```json\n[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"n": 2}, "id": "x"}]\n```</json>'
+    body = (
+        '<json>```json\n[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"n": 2}, "id": "x"}]\n```</json>'
+    )
     assert pairs(wrapped_call("<xml>", body, CTX)) == [("a", {}), ("b", {"n": 2})]
 
 
@@ -186,7 +201,9 @@ def test_wrapped_call_other_text_is_kept(body):
 def test_wrapped_call_unknown_tool_is_text():
     body = '{"name": "launch", "arguments": {}}'
     assert wrapped_call("<response>", body, WEATHER_CTX) is None
-    assert pairs(wrapped_call("<response>", '{"name": "get_weather", "arguments": {}}', WEATHER_CTX)) == [("get_weather", {})]
+    assert pairs(wrapped_call("<response>", '{"name": "get_weather", "arguments": {}}', WEATHER_CTX)) == [
+        ("get_weather", {})
+    ]
 
 
 def test_wrapped_call_malformed_arguments():
@@ -198,15 +215,22 @@ def test_wrapped_call_malformed_arguments():
 
 @pytest.mark.parametrize(
     "opener",
-    ["<function=get_weather>", '<function name="get_weather">', "<function name='get_weather'>", '<function="get_weather">'],
+    [
+        "<function=get_weather>",
+        '<function name="get_weather">',
+        "<function name='get_weather'>",
+        '<function="get_weather">',
+    ],
 )
 def test_function_tag_openers(opener):
-    assert pairs(function_tag(opener, '{"city": "Paris", "days": 2}', CTX)) == [("get_weather", {"city": "Paris", "days": 2})]
+    assert pairs(function_tag(opener, '{"city": "Paris", "days": 2}', CTX)) == [
+        ("get_weather", {"city": "Paris", "days": 2})
+    ]
 
 
 def test_function_tag_empty_body_and_relaxed_and_non_ascii():
     assert pairs(function_tag("<function=now>", "  ", CTX)) == [("now", {})]
-    assert pairs(function_tag("<function=f>", "{city: \"Zürich\",}", CTX)) == [("f", {"city": "Zürich"})]
+    assert pairs(function_tag("<function=f>", '{city: "Zürich",}', CTX)) == [("f", {"city": "Zürich"})]
     assert function_tag("<function=f>", "{city: 'Zürich'}", CTX) == []  # single-quoted values are not repaired
 
 
@@ -226,7 +250,11 @@ def test_function_tag_opener_without_name(opener):
 def test_kimi_k2_call_id_is_kept():
     body = 'functions.get_weather:0<|tool_call_argument_begin|>{"city": "北京"}'
     (call,) = kimi_k2("<|tool_call_begin|>", body, CTX)
-    assert (call.name, json.loads(call.arguments), call.id) == ("get_weather", {"city": "北京"}, "functions.get_weather:0")
+    assert (call.name, json.loads(call.arguments), call.id) == (
+        "get_weather",
+        {"city": "北京"},
+        "functions.get_weather:0",
+    )
 
 
 def test_kimi_k2_whitespace_and_no_prefix():
@@ -339,18 +367,25 @@ def test_gemma4_typed_values():
 
 def test_gemma4_strings_are_verbatim_and_stay_strings():
     body = f'call:f{{path:{Q}C:\\new "dir"{{}}[]{Q},n:{Q}42{Q},s:"json \\"quoted\\""}}'
-    assert pairs(gemma4("<|tool_call>", body, WEATHER_CTX)) == [("f", {"path": 'C:\\new "dir"{}[]', "n": "42", "s": 'json "quoted"'})]
+    assert pairs(gemma4("<|tool_call>", body, WEATHER_CTX)) == [
+        ("f", {"path": 'C:\\new "dir"{}[]', "n": "42", "s": 'json "quoted"'})
+    ]
 
 
 def test_gemma4_nested_and_non_ascii():
-    body = f"call:plan{{trip:{{from:{Q}Zürich{Q},stops:[{Q}東京{Q},{{name:{Q}Kyoto{Q},nights:2}}],legs:[]}},empty:{{}}}}"
+    body = (
+        f"call:plan{{trip:{{from:{Q}Zürich{Q},stops:[{Q}東京{Q},{{name:{Q}Kyoto{Q},nights:2}}],legs:[]}},empty:{{}}}}"
+    )
     assert pairs(gemma4("<|tool_call>", body, CTX)) == [
-        ("plan", {"trip": {"from": "Zürich", "stops": ["東京", {"name": "Kyoto", "nights": 2}], "legs": []}, "empty": {}})
+        (
+            "plan",
+            {"trip": {"from": "Zürich", "stops": ["東京", {"name": "Kyoto", "nights": 2}], "legs": []}, "empty": {}},
+        )
     ]
 
 
 def test_gemma4_several_calls_and_whitespace():
-    body = f" call:a{{}}\ncall:b{{ x : 1 , y : [ 1 , 2 ] , }} "
+    body = " call:a{}\ncall:b{ x : 1 , y : [ 1 , 2 ] , } "
     assert pairs(gemma4("<|tool_call>", body, CTX)) == [("a", {}), ("b", {"x": 1, "y": [1, 2]})]
 
 
@@ -386,7 +421,9 @@ def test_function_gemma():
 def test_function_gemma_multiple_and_malformed():
     assert pairs(function_gemma("<start_function_call>", "call:a{}call:b{n:1}", CTX)) == [("a", {}), ("b", {"n": 1})]
     assert function_gemma("<start_function_call>", "call:a{k:<escape>v}", CTX) == []
-    assert function_gemma("<start_function_call>", f"call:a{{k:{Q}v{Q}}}", CTX) == []  # Gemma 4's delimiter is not FunctionGemma's
+    assert (
+        function_gemma("<start_function_call>", f"call:a{{k:{Q}v{Q}}}", CTX) == []
+    )  # Gemma 4's delimiter is not FunctionGemma's
 
 
 # --- bare_json_message --------------------------------------------------------------------------
@@ -457,7 +494,17 @@ def test_no_grammar_raises(body, opener):
         "\n".join(['{"name": "f", "arguments": {}}'] * (1 << 15)),
         "9" * 5000,
     ],
-    ids=["brackets", "braces", "gemma-nesting", "gemma-long", "long-string", "kimi-ids", "mistral-name", "lines", "digits"],
+    ids=[
+        "brackets",
+        "braces",
+        "gemma-nesting",
+        "gemma-long",
+        "long-string",
+        "kimi-ids",
+        "mistral-name",
+        "lines",
+        "digits",
+    ],
 )
 def test_big_and_deep_bodies(body):
     for grammar in GRAMMARS:

@@ -52,11 +52,15 @@ def test_json_literal_names():
 
 
 def test_single_call_without_brackets_and_whitespace():
-    assert pairs(pythonic_list("<|python_start|>", "\n  get_time(zone='UTC')  \n", CTX)) == [("get_time", {"zone": "UTC"})]
+    assert pairs(pythonic_list("<|python_start|>", "\n  get_time(zone='UTC')  \n", CTX)) == [
+        ("get_time", {"zone": "UTC"})
+    ]
 
 
 def test_dotted_name_kept_as_written():
-    assert pairs(pythonic_list("", "[functions.get_weather(city='Oslo')]", CTX)) == [("functions.get_weather", {"city": "Oslo"})]
+    assert pairs(pythonic_list("", "[functions.get_weather(city='Oslo')]", CTX)) == [
+        ("functions.get_weather", {"city": "Oslo"})
+    ]
 
 
 def test_non_ascii():

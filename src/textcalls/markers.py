@@ -99,10 +99,10 @@ DIALECTS: dict[str, bool] = {
     "functionary": True,   # <function=NAME>{…}</function>, <function name="NAME">{…}</function>
     "longcat": True,
     "apertus": True,
-    "wrappers": True,      # <tools>, <tool>, <response>, <json>, <xml>, <function_call> around a call object
+    "wrappers": True,      # <tools>, <tool>, <response>, <json>, <JSON>, <xml>, <function_call> around a call
 }
 
-_WRAPPERS = ("tools", "tool", "response", "json", "xml", "function_call")
+_WRAPPERS = ("tools", "tool", "response", "json", "JSON", "xml", "function_call")
 
 BLOCKS: tuple[Block, ...] = (
     Block(HERMES, HERMES_OPEN, HERMES_CLOSE, "hermes", delimiters=HERMES_DELIMITERS),
@@ -144,6 +144,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker(DEEPSEEK, f"<{_BAR}tool\u2581calls{_BAR}>", before=True),  # R1 distills' section opener
     Marker("kimi_k2", "<|tool_calls_section_begin|>", before=True),
     Marker("kimi_k2", "<|tool_calls_section_end|>", before=False),
+    Marker("kimi_k2", "<|tool_call_section_begin|>", before=True),  # the singular spelling, seen too
+    Marker("kimi_k2", "<|tool_call_section_end|>", before=False),
     Marker("step3", f"<{_BAR}tool_calls_begin{_BAR}>", before=True),
     Marker("step3", f"<{_BAR}tool_calls_end{_BAR}>", before=False),
     Marker("llama3", "<|eom_id|>", before=False),

@@ -51,7 +51,7 @@ _FUNCTION_OPENER = re.compile(
 )
 
 KIMI_ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
-_KIMI_ID = re.compile(r"(?P<name>\S+):(?P<index>[0-9]+)")
+_KIMI_ID = re.compile(r"(?P<name>\S+):[0-9]+")
 
 _MISTRAL_CALL_ID = "[CALL_ID]"
 _MISTRAL_ARGS = "[ARGS]"

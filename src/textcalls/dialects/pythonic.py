@@ -58,10 +58,7 @@ def pythonic_lines(opener: str, body: str, ctx: Context) -> list[ToolCall] | Non
     text = body.strip()
     if not _CALL_SHAPED.match(text):
         return None
-    if text.startswith("["):
-        calls = _parse_calls(text)
-    else:
-        calls = _parse_statements(text)
+    calls = _parse_calls(text) if text.startswith("[") else _parse_statements(text)
     return [] if calls is None else calls
 
 
@@ -167,7 +164,7 @@ def _literal(node: ast.expr) -> object:
         return [_literal(element) for element in node.elts]
     if isinstance(node, ast.Dict):
         result = {}
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):  # None: **mapping
                 raise _NotACall
             result[key.value] = _literal(value)
