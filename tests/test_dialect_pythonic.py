@@ -216,3 +216,14 @@ def test_big_and_deep_bodies(body):
     check_result(pythonic_list("", body, CTX))
     check_result(pythonic_lines("", body, CTX))
     check_result(pythonic_message(body, CTX))
+
+
+def test_python_keywords_as_argument_names():
+    # Olmo 3 writes book_flight(from="SFO"): a keyword argument named like a Python keyword.
+    from textcalls.dialects.pythonic import pythonic_lines, pythonic_list
+
+    calls = pythonic_lines("", 'book_flight(from="SFO", to="NYC", class="eco")', Context())
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("book_flight", {"from": "SFO", "to": "NYC", "class": "eco"})]
+    calls = pythonic_list("", "[f(note='from=x', import=1)]", Context())
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("f", {"note": "from=x", "import": 1})]

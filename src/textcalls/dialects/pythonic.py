@@ -16,7 +16,10 @@ text is kept. No grammar raises for a ``str``.
 from __future__ import annotations
 
 import ast
+import io
+import keyword
 import re
+import tokenize
 
 from ..toolcall import ToolCall
 from .context import Context
@@ -28,6 +31,31 @@ __all__ = ["pythonic_lines", "pythonic_list", "pythonic_message"]
 _CALL_SHAPED = re.compile(r"\[|[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*\s*\(")
 _JSON_NAMES = {"true": True, "false": False, "null": None}
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+_KW_PREFIX = "_textcalls_kw_"  # a keyword argument named like a Python keyword (Olmo: ``from="SFO"``)
+
+
+def _escape_keywords(text: str) -> str:
+    """``text`` with every Python keyword used as an argument name (``from=``) renamed so that
+    ``ast`` accepts it; strings are left alone (tokens, not characters, are read)."""
+    if "=" not in text:
+        return text
+    spots = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    for tok, nxt in zip(tokens, tokens[1:]):
+        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
+            spots.append(tok.start)
+    if not spots:
+        return text
+    lines = text.splitlines(keepends=True)
+    for row, col in reversed(spots):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + _KW_PREFIX + line[col:]
+    return "".join(lines)
 
 
 class _NotACall(Exception):
@@ -81,7 +109,7 @@ def pythonic_message(text: str, ctx: Context) -> list[ToolCall] | None:
 def _parse_calls(text: str) -> list[ToolCall] | None:
     """The calls of a list expression (or of one call expression), or ``None``."""
     try:
-        tree = ast.parse(text, mode="eval").body
+        tree = ast.parse(_escape_keywords(text), mode="eval").body
     except _PARSE_ERRORS:
         return None
     nodes = tree.elts if isinstance(tree, ast.List) else [tree]
@@ -95,10 +123,11 @@ def _parse_statements(text: str) -> list[ToolCall] | None:
     non-blank line as one call expression.
     """
     try:
-        statements = ast.parse(text, mode="exec").body
+        statements = ast.parse(_escape_keywords(text), mode="exec").body
     except _PARSE_ERRORS:
         try:
-            nodes = [ast.parse(line.strip(), mode="eval").body for line in text.splitlines() if line.strip()]
+            nodes = [ast.parse(_escape_keywords(line.strip()), mode="eval").body
+                     for line in text.splitlines() if line.strip()]
         except _PARSE_ERRORS:
             return None
         return _calls(nodes)
@@ -128,10 +157,13 @@ def _call(node: ast.expr) -> tuple[str, dict]:
         raise _NotACall
     name = _name(node.func)
     args: dict = {}
-    for keyword in node.keywords:
-        if keyword.arg is None or keyword.arg in args:  # **kwargs, or a repeated keyword
+    for kw in node.keywords:
+        if kw.arg is None:  # **kwargs
             raise _NotACall
-        args[keyword.arg] = _literal(keyword.value)
+        arg = kw.arg[len(_KW_PREFIX):] if kw.arg.startswith(_KW_PREFIX) else kw.arg
+        if arg in args:  # a repeated keyword
+            raise _NotACall
+        args[arg] = _literal(kw.value)
     return name, args
 
 
