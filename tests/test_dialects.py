@@ -186,3 +186,53 @@ def test_any_split_of_dialect_text_equals_the_whole(mod, data, text):
 def test_twin_agrees_on_dialect_text(data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20).map(sorted))
     assert _run(IMPLS[0].values[0], text, cuts) == _run(_scan_py, text, cuts)
+
+
+WITH_WHOLE = [name for name, on in __import__("textcalls").DIALECTS.items() if on] + ["json_message", "pythonic_message"]
+
+
+@pytest.mark.parametrize(("text", "content", "expected"), [
+    (' {"name": "get_weather", "arguments": {"city": "Paris"}}\n', "", [("get_weather", WEATHER)]),
+    ('[{"name": "a", "arguments": {}}, {"name": "b", "parameters": {"x": 2}}]', "", [("a", {}), ("b", {"x": 2})]),
+    ("[get_weather(city='Paris')]", "", [("get_weather", WEATHER)]),
+    ('{"name": "a", "arguments": {}} and more', '{"name": "a", "arguments": {}} and more', []),
+    ('{"note": "not a call"}', '{"note": "not a call"}', []),
+    ("[1, 2, 3]", "[1, 2, 3]", []),
+    ('[TOOL_CALLS]f{"a": 1}', "", [("f", {"a": 1})]),  # not a whole message: the dialects still apply
+    ('Sure. <tool_call>{"name": "f"}</tool_call>', "Sure.", [("f", {})]),
+])
+def test_whole_message_formats_are_opt_in(impl, tc, text, content, expected):
+    parsed = tc.parse(text, formats=WITH_WHOLE)
+    assert parsed.content == content and calls(parsed) == expected
+    if expected and text.strip()[0] in "{[" and not text.startswith("[TOOL"):
+        assert tc.parse(text).calls == []  # off by default
+
+
+def test_whole_message_hold_is_capped_by_max_block(impl, tc):
+    text = '{"name": "get_weather", "arguments": {"city": "' + "P" * 100 + '"}}'
+    assert tc.parse(text, formats=WITH_WHOLE, max_block=len(text)).calls != []
+    assert tc.parse(text, formats=WITH_WHOLE, max_block=len(text) - 1).calls == []
+
+
+WHOLE_TEXT = st.sampled_from([
+    ' {"name": "get_weather", "arguments": {"city": "Paris"}}\n', "[get_weather(city='Paris')]", "  [1, 2]",
+    '{"a": 1} <tool_call>{"name": "f"}</tool_call>', "\n\n plain", '[TOOL_CALLS]f{"a": 1}',
+])
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), text=WHOLE_TEXT, max_block=st.sampled_from([5, 40, 1 << 20]))
+def test_any_split_with_whole_message_formats(mod, data, text, max_block):
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
+
+    def run(cuts):
+        s = mod.StreamScrubber(formats=WITH_WHOLE, max_block=max_block)
+        outs, prev = [], 0
+        for c in cuts + [len(text)]:
+            outs.append(s.feed(text[prev:c]))
+            prev = c
+        outs.append(s.flush())
+        return "".join(outs), [(c.name, c.arguments) for c in s.calls], s.removed
+
+    assert run(cuts) == run([])

@@ -11,7 +11,7 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
-from textcalls._table import UNKNOWN_TOOLS, read_block, table_for
+from textcalls._table import UNKNOWN_TOOLS, read_block, read_whole, table_for
 from textcalls.dialects import Context
 from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
@@ -439,6 +439,9 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _gopen
     cdef bint _raw, _poisoned, _in_str, _esc, _lead
     cdef Py_ssize_t _depth
+    cdef int _whole           # whole-message formats: 1 = only whitespace so far, 2 = holding a possible call
+    cdef list _whole_parts
+    cdef Py_ssize_t _whole_len
     cdef object _memo_s       # the buffer _next_at speaks of
     cdef Py_ssize_t _next_at[8]  # per first character: its next index in _memo_s at or after the search (-1: none)
 
@@ -462,6 +465,9 @@ cdef class StreamScrubber:
         self._poison_until = 0
         self._opener = None
         self._parts = []
+        self._whole = 1 if self._spec.table.whole else 0
+        self._whole_parts = []
+        self._whole_len = 0
 
     @cython.always_allow_keywords(False)  # METH_O, the call path of list.append
     def feed(self, delta):
@@ -471,6 +477,8 @@ cdef class StreamScrubber:
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
+        if self._whole:
+            return self._feed_whole(delta)
         if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0:
             n = PyUnicode_GET_LENGTH(delta)
             if self._spec.find_first(PyUnicode_KIND(delta), PyUnicode_DATA(delta), 0, n) < 0:
@@ -484,10 +492,37 @@ cdef class StreamScrubber:
         """End the stream: return everything still held, blocks removed (no trimming)."""
         if self._closed:
             return ""
+        if self._whole:
+            text, holding = "".join(self._whole_parts), self._whole == 2
+            self._whole, self._whole_parts = 0, []
+            calls = read_whole(self._spec.table, text, self._ctx) if holding else None
+            if calls:
+                self.calls.extend(calls)
+                self.removed += 1
+                self._closed = True
+                return ""
+            return self.feed(text) + self.flush()
         self._closed = True
         if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0:
             return ""
         return self._run(self._held, True)
+
+    cdef str _feed_whole(self, str delta):
+        """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
+        characters; anything else goes on to the scanner."""
+        cdef str start, text
+        self._whole_parts.append(delta)
+        self._whole_len += PyUnicode_GET_LENGTH(delta)
+        if self._whole == 1:
+            start = delta.lstrip(WHITESPACE)
+            if not start:
+                return ""
+            self._whole = 2 if start[0] in self._spec.table.whole_starts else 0
+        if self._whole == 2 and self._whole_len <= self.max_block:
+            return ""
+        text = "".join(self._whole_parts)
+        self._whole, self._whole_parts = 0, []
+        return self.feed(text)
 
     cdef inline void _emit(self, list out, str text):
         if PyUnicode_GET_LENGTH(text):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ._table import UNKNOWN_TOOLS, read_block, table_for
+from ._table import UNKNOWN_TOOLS, read_block, read_whole, table_for
 from .dialects import Context
 from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
@@ -158,7 +158,7 @@ class StreamScrubber:
     __slots__ = (
         "calls", "removed", "max_block", "_spec", "_ctx", "_unknown", "_held", "_closed", "_pos", "_after",
         "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
-        "_poisoned", "_in_str", "_esc", "_depth", "_lead",
+        "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len",
     )
 
     def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text"):
@@ -192,6 +192,10 @@ class StreamScrubber:
         self._esc = False
         self._depth = 0
         self._lead = True
+        # whole-message formats: 1 = only whitespace so far, 2 = holding a message that may be one call
+        self._whole = 1 if self._spec.table.whole else 0
+        self._whole_parts: list = []
+        self._whole_len = 0
 
     def feed(self, delta: str) -> str:
         """Take the next delta; return the text that can be shown now."""
@@ -199,6 +203,8 @@ class StreamScrubber:
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
+        if self._whole:
+            return self._feed_whole(delta)
         if not self._held and self._opener is None and not any(c in delta for c in self._spec.first_chars):
             if self._after is not None and not _all_ws(delta):
                 self._after = None
@@ -210,10 +216,36 @@ class StreamScrubber:
         """End the stream: return everything still held, blocks removed (no trimming)."""
         if self._closed:
             return ""
+        if self._whole:
+            text, holding = "".join(self._whole_parts), self._whole == 2
+            self._whole, self._whole_parts = 0, []
+            calls = read_whole(self._spec.table, text, self._ctx) if holding else None
+            if calls:
+                self.calls.extend(calls)
+                self.removed += 1
+                self._closed = True
+                return ""
+            return self.feed(text) + self.flush()
         self._closed = True
         if self._opener is None and not self._held:
             return ""
         return self._run(self._held, True)
+
+    def _feed_whole(self, delta: str) -> str:
+        """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
+        characters; anything else goes on to the scanner."""
+        self._whole_parts.append(delta)
+        self._whole_len += len(delta)
+        if self._whole == 1:
+            start = delta.lstrip(WHITESPACE)
+            if not start:
+                return ""
+            self._whole = 2 if start[0] in self._spec.table.whole_starts else 0
+        if self._whole == 2 and self._whole_len <= self.max_block:
+            return ""
+        text = "".join(self._whole_parts)
+        self._whole, self._whole_parts = 0, []
+        return self.feed(text)
 
     # -- the state machine --------------------------------------------------------------------
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 
-from .dialects import GRAMMARS, Context
+from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 
-__all__ = ["Table", "table_for", "UNKNOWN_TOOLS"]
+__all__ = ["Table", "table_for", "read_block", "read_whole", "UNKNOWN_TOOLS"]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
 
@@ -15,7 +15,7 @@ UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
 class Table:
     """The blocks and markers of the enabled dialects, in table order."""
 
-    __slots__ = ("blocks", "markers", "grammars", "literals")
+    __slots__ = ("blocks", "markers", "grammars", "literals", "whole", "whole_starts")
 
     def __init__(self, dialects: tuple[str, ...]) -> None:
         self.blocks: tuple[Block, ...] = tuple(b for b in BLOCKS if b.dialect in dialects)
@@ -23,6 +23,9 @@ class Table:
         self.grammars = tuple(GRAMMARS[b.grammar] for b in self.blocks)
         #: every literal a stream must hold back a proper prefix of: openers, then markers
         self.literals: tuple[str, ...] = tuple(b.opener for b in self.blocks) + tuple(m.literal for m in self.markers)
+        #: whole-message grammars, and the first characters (after whitespace) that put a stream on hold for them
+        self.whole = tuple(WHOLE_MESSAGE[d][0] for d in dialects if d in WHOLE_MESSAGE)
+        self.whole_starts = "".join(sorted({c for d in dialects if d in WHOLE_MESSAGE for c in WHOLE_MESSAGE[d][1]}))
 
 
 @functools.lru_cache(maxsize=64)
@@ -44,6 +47,15 @@ def table_for(formats) -> Table:
     if unknown:
         raise ValueError(f"unknown dialect(s) {unknown!r}; textcalls.DIALECTS lists them")
     return _table(tuple(n for n in DIALECTS if n in names))
+
+
+def read_whole(table: Table, text: str, ctx: Context):
+    """The calls of a message that is only a call (an opt-in whole-message format), or ``None``."""
+    for grammar in table.whole:
+        calls = grammar(text, ctx)
+        if calls:
+            return calls
+    return None
 
 
 def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unknown_tools: str):

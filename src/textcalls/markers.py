@@ -100,6 +100,8 @@ DIALECTS: dict[str, bool] = {
     "longcat": True,
     "apertus": True,
     "wrappers": True,      # <tools>, <tool>, <response>, <json>, <JSON>, <xml>, <function_call> around a call
+    "json_message": False,      # the whole message is a call object / array of them (Llama 3.x)
+    "pythonic_message": False,  # the whole message is a pythonic call list [f(a=1), g()]
 }
 
 _WRAPPERS = ("tools", "tool", "response", "json", "JSON", "xml", "function_call")

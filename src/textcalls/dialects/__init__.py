@@ -9,6 +9,7 @@ call) or ``None``: not a call at all, the block's text stays. Grammars never rai
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..bodies import call_from_block
@@ -17,7 +18,7 @@ from ..toolcall import ToolCall
 from . import jsonlike, pythonic, xml
 from .context import Context
 
-__all__ = ["GRAMMARS", "Context"]
+__all__ = ["GRAMMARS", "WHOLE_MESSAGE", "Context"]
 
 _GLM_NAME = re.compile(r"[\w.:-]+")
 
@@ -55,6 +56,37 @@ def function(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return xml.qwen3_xml(opener, opener + body + "</function>", ctx)
     return jsonlike.function_tag(opener, body, ctx)
 
+
+def json_message(text: str, ctx: Context) -> list[ToolCall] | None:
+    """Opt-in whole message: only ``{"name", "arguments"|"parameters"}`` (Llama 3.x), or a JSON array
+    of such objects; ``None`` otherwise (the text stays)."""
+    stripped = text.strip()
+    if not stripped.startswith("["):
+        return jsonlike.bare_json_message(stripped, ctx)
+    try:
+        items = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(items, list) or not items:
+        return None
+    calls = []
+    for item in items:
+        try:
+            one = jsonlike.bare_json_message(json.dumps(item), ctx) if isinstance(item, dict) else None
+        except (ValueError, RecursionError):
+            one = None
+        if one is None:
+            return None
+        calls += one
+    return calls
+
+
+#: Whole-message formats (off by default): a grammar over the whole text, and the first characters
+#: (after whitespace) a message it could read starts with.
+WHOLE_MESSAGE = {
+    "json_message": (json_message, "{["),
+    "pythonic_message": (pythonic.pythonic_message, "["),
+}
 
 GRAMMARS = {
     "hermes": hermes,
