@@ -11,7 +11,7 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
-from textcalls._table import UNKNOWN_TOOLS, read_block, read_whole, table_for
+from textcalls._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for
 from textcalls.dialects import Context
 from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
@@ -114,6 +114,7 @@ ctypedef struct Entry:
     bint tag            # blocks: attributes follow, up to '>'
     bint delim[128]     # blocks with tag: the characters that may follow the literal
     bint before         # markers: before an opener of `dialect` (else after the end of one of its blocks)
+    int reasoning       # markers: 1 opens a reasoning span, -1 closes one, 0 neither
     int dialect
 
 
@@ -186,6 +187,7 @@ cdef class _CSpec:
             for c in range(128):
                 en.delim[c] = en.tag and chr(c) in obj.delimiters
             en.before = (not is_block) and obj.before
+            en.reasoning = 0 if is_block else obj.reasoning
             en.dialect = self.dialects.index(obj.dialect)
             if not self.first[ord(text[0])]:
                 if self.n_first == 8:
@@ -439,19 +441,27 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _gopen
     cdef bint _raw, _poisoned, _in_str, _esc, _lead
     cdef Py_ssize_t _depth
+    cdef bint _extract        # calls_in_reasoning == "extract"
+    cdef bint _reasoning      # inside a reasoning span
+    cdef list _reasoning_out  # reasoning text not yet taken
+    cdef list _deferred       # in reasoning: blocks (and the text after them) until the span is known closed
+    cdef Py_ssize_t _deferred_len
     cdef int _whole           # whole-message formats: 1 = only whitespace so far, 2 = holding a possible call
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
     cdef object _memo_s       # the buffer _next_at speaks of
     cdef Py_ssize_t _next_at[8]  # per first character: its next index in _memo_s at or after the search (-1: none)
 
-    def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text"):
+    def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
+                 calls_in_reasoning="ignore"):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
             raise ValueError(f"max_block must be >= 1, not {max_block}")
         if unknown_tools not in UNKNOWN_TOOLS:
             raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
+        if calls_in_reasoning not in CALLS_IN_REASONING:
+            raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
         self._spec = _cspec(table_for(formats))
         self._ctx = Context(tools)
         self._unknown = unknown_tools
@@ -468,6 +478,17 @@ cdef class StreamScrubber:
         self._whole = 1 if self._spec.table.whole else 0
         self._whole_parts = []
         self._whole_len = 0
+        self._extract = calls_in_reasoning == "extract"
+        self._reasoning = False
+        self._reasoning_out = []
+        self._deferred = None
+        self._deferred_len = 0
+
+    def take_reasoning(self):
+        """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
+        text = "".join(self._reasoning_out)
+        self._reasoning_out = []
+        return text
 
     @cython.always_allow_keywords(False)  # METH_O, the call path of list.append
     def feed(self, delta):
@@ -479,7 +500,7 @@ cdef class StreamScrubber:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._whole:
             return self._feed_whole(delta)
-        if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0:
+        if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 and not self._reasoning:
             n = PyUnicode_GET_LENGTH(delta)
             if self._spec.find_first(PyUnicode_KIND(delta), PyUnicode_DATA(delta), 0, n) < 0:
                 if self._after >= 0 and not _all_ws(delta):
@@ -503,9 +524,10 @@ cdef class StreamScrubber:
                 return ""
             return self.feed(text) + self.flush()
         self._closed = True
-        if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0:
-            return ""
-        return self._run(self._held, True)
+        out = "" if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 else self._run(self._held, True)
+        if self._deferred is not None:
+            self._resolve(True)  # the reasoning span never closed: its calls were meant
+        return out
 
     cdef str _feed_whole(self, str delta):
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
@@ -524,11 +546,39 @@ cdef class StreamScrubber:
         self._whole, self._whole_parts = 0, []
         return self.feed(text)
 
-    cdef inline void _emit(self, list out, str text):
+    cdef inline int _emit(self, list out, str text) except -1:
         if PyUnicode_GET_LENGTH(text):
-            out.append(text)
+            if not self._reasoning:
+                out.append(text)
+            elif self._deferred is None:
+                self._reasoning_out.append(text)
+            else:
+                self._defer(text, text, None)
             if self._after >= 0 and not _all_ws(text):
                 self._after = -1
+        return 0
+
+    cdef int _defer(self, object item, str text, object calls) except -1:
+        """Hold reasoning text or a block (text, calls) until the span is known closed or not."""
+        self._deferred.append(item if calls is None else (text, calls))
+        self._deferred_len += PyUnicode_GET_LENGTH(text)
+        if self._deferred_len > self.max_block:
+            self._resolve(False)
+        return 0
+
+    cdef int _resolve(self, bint extract) except -1:
+        """Release the deferred reasoning: blocks become calls (``extract``) or stay as reasoning text."""
+        for item in self._deferred:
+            if isinstance(item, str):
+                self._reasoning_out.append(item)
+            elif extract:
+                self.calls.extend(item[1])
+                self.removed += 1
+            else:
+                self._reasoning_out.append(item[0])
+        self._deferred = None
+        self._deferred_len = 0
+        return 0
 
     cdef str _run(self, str s, bint final):
         cdef list out = []
@@ -613,6 +663,10 @@ cdef class StreamScrubber:
                 self._emit(out, s[p:i])
                 self.removed += 1
                 self._after = -1
+                if self._spec.entries[a].reasoning < 0 and self._deferred is not None:
+                    self._resolve(False)  # the span closed: its calls were rehearsals
+                if self._spec.entries[a].reasoning:
+                    self._reasoning = self._spec.entries[a].reasoning > 0
                 p = search = b
                 continue
             # a block of kind a, body from b; one opening where a failed block was scanned is prose
@@ -698,6 +752,12 @@ cdef class StreamScrubber:
                 if wend < j + C_ATTR_MAX and not final:
                     return C_HOLD
                 continue
+            if en.reasoning:
+                if (en.reasoning > 0) != self._reasoning:
+                    a[0] = e
+                    b[0] = j
+                    return C_MARKER
+                continue
             if en.before:
                 m = j
                 while m < n and m - j < C_GAP_MAX and _ws(PyUnicode_READ(kind, d, m)):
@@ -717,11 +777,13 @@ cdef class StreamScrubber:
                         found = found or r == 1
                         hold_any = hold_any or r == -1
                 if found:
+                    a[0] = e
                     b[0] = j
                     return C_MARKER
                 if hold_any and not final:
                     return C_HOLD
             elif self._after == en.dialect and _all_ws(s[p:i]):
+                a[0] = e
                 b[0] = j
                 return C_MARKER
         return C_PROSE
@@ -744,6 +806,12 @@ cdef class StreamScrubber:
         calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
+        elif self._reasoning and not self._extract:  # a rehearsal, unless the span never closes
+            if self._deferred is None:
+                self._deferred = []
+                self._deferred_len = 0
+            self._defer(None, self._opener + body + closer, calls)
+            self._after = self._spec.block_dialect[self._k]
         else:
             self.calls.extend(calls)
             self.removed += 1

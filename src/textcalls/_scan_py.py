@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ._table import UNKNOWN_TOOLS, read_block, read_whole, table_for
+from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for
 from .dialects import Context
 from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
@@ -159,15 +159,19 @@ class StreamScrubber:
         "calls", "removed", "max_block", "_spec", "_ctx", "_unknown", "_held", "_closed", "_pos", "_after",
         "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
         "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len",
+        "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len",
     )
 
-    def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text"):
+    def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text",
+                 calls_in_reasoning: str = "ignore"):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
             raise ValueError(f"max_block must be >= 1, not {max_block}")
         if unknown_tools not in UNKNOWN_TOOLS:
             raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
+        if calls_in_reasoning not in CALLS_IN_REASONING:
+            raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
         self._spec = _spec(table_for(formats))
         self._ctx = Context(tools)
         self._unknown = unknown_tools
@@ -196,6 +200,17 @@ class StreamScrubber:
         self._whole = 1 if self._spec.table.whole else 0
         self._whole_parts: list = []
         self._whole_len = 0
+        self._extract = calls_in_reasoning == "extract"
+        self._reasoning = False  # inside a reasoning span
+        self._reasoning_out: list = []  # reasoning text not yet taken
+        self._deferred = None  # in reasoning: blocks (and the text after them) until the span is known closed
+        self._deferred_len = 0
+
+    def take_reasoning(self) -> str:
+        """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
+        text = "".join(self._reasoning_out)
+        self._reasoning_out = []
+        return text
 
     def feed(self, delta: str) -> str:
         """Take the next delta; return the text that can be shown now."""
@@ -205,7 +220,9 @@ class StreamScrubber:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._whole:
             return self._feed_whole(delta)
-        if not self._held and self._opener is None and not any(c in delta for c in self._spec.first_chars):
+        if not self._held and self._opener is None and not self._reasoning and not any(
+            c in delta for c in self._spec.first_chars
+        ):
             if self._after is not None and not _all_ws(delta):
                 self._after = None
             self._pos += len(delta)
@@ -227,9 +244,10 @@ class StreamScrubber:
                 return ""
             return self.feed(text) + self.flush()
         self._closed = True
-        if self._opener is None and not self._held:
-            return ""
-        return self._run(self._held, True)
+        out = "" if self._opener is None and not self._held else self._run(self._held, True)
+        if self._deferred is not None:
+            self._resolve(True)  # the reasoning span never closed: its calls were meant
+        return out
 
     def _feed_whole(self, delta: str) -> str:
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
@@ -251,9 +269,34 @@ class StreamScrubber:
 
     def _emit(self, out: list, text: str) -> None:
         if text:
-            out.append(text)
+            if not self._reasoning:
+                out.append(text)
+            elif self._deferred is None:
+                self._reasoning_out.append(text)
+            else:
+                self._defer(text)
             if self._after is not None and not _all_ws(text):
                 self._after = None
+
+    def _defer(self, item) -> None:
+        """Hold reasoning text or a block (text, calls) until the span is known closed or not."""
+        self._deferred.append(item)
+        self._deferred_len += len(item if isinstance(item, str) else item[0])
+        if self._deferred_len > self.max_block:
+            self._resolve(False)
+
+    def _resolve(self, extract: bool) -> None:
+        """Release the deferred reasoning: blocks become calls (``extract``) or stay as reasoning text."""
+        for item in self._deferred:
+            if isinstance(item, str):
+                self._reasoning_out.append(item)
+            elif extract:
+                self.calls.extend(item[1])
+                self.removed += 1
+            else:
+                self._reasoning_out.append(item[0])
+        self._deferred = None
+        self._deferred_len = 0
 
     def _run(self, s: str, final: bool) -> str:
         out: list = []
@@ -319,6 +362,11 @@ class StreamScrubber:
                 self._emit(out, s[p:i])
                 self.removed += 1
                 self._after = None
+                switch = self._spec.table.markers[a].reasoning
+                if switch < 0 and self._deferred is not None:
+                    self._resolve(False)  # the span closed: its calls were rehearsals
+                if switch:
+                    self._reasoning = switch > 0
                 p = search = b
                 continue
             # a block of kind a, body from b; one opening where a failed block was scanned is prose
@@ -373,6 +421,10 @@ class StreamScrubber:
                     return hold
                 continue
             marker = spec.table.markers[k]
+            if marker.reasoning:
+                if (marker.reasoning > 0) != self._reasoning:
+                    return ("marker", k, j)
+                continue
             if marker.before:
                 m = j
                 while m < n and m - j < SECTION_GAP_MAX and s[m] in WHITESPACE:
@@ -385,11 +437,11 @@ class StreamScrubber:
                     return hold
                 found = [_match(s, m, o) for o in spec.openers_of[marker.dialect]]
                 if 1 in found:
-                    return ("marker", 0, j)
+                    return ("marker", k, j)
                 if -1 in found and not final:
                     return hold
             elif self._after == marker.dialect and _all_ws(s[p:i]):
-                return ("marker", 0, j)
+                return ("marker", k, j)
         return ("prose", i + 1, 0)
 
     def _open_block(self, k: int, opener: str, gopen: int) -> None:
@@ -413,6 +465,11 @@ class StreamScrubber:
         calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
+        elif self._reasoning and not self._extract:  # a rehearsal, unless the span never closes
+            if self._deferred is None:
+                self._deferred, self._deferred_len = [], 0
+            self._defer((self._opener + body + closer, calls))
+            self._after = block.dialect
         else:
             self.calls.extend(calls)
             self.removed += 1

@@ -7,9 +7,10 @@ import functools
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 
-__all__ = ["Table", "table_for", "read_block", "read_whole", "UNKNOWN_TOOLS"]
+__all__ = ["Table", "table_for", "read_block", "read_whole", "CALLS_IN_REASONING", "UNKNOWN_TOOLS"]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
+CALLS_IN_REASONING = ("ignore", "extract")
 
 
 class Table:

@@ -49,11 +49,16 @@ class Block:
 @dataclass(frozen=True)
 class Marker:
     """A wrapper literal that is markup only next to a block of ``dialect`` (only whitespace between):
-    right before one of its openers (``before=True``) or right after the end of one (``before=False``)."""
+    right before one of its openers (``before=True``) or right after the end of one (``before=False``).
+
+    ``reasoning=1``: instead, the literal opens a reasoning span (where the text is not content); ``-1``:
+    it closes one. Each is markup only where it switches: an opener in content, a closer in reasoning.
+    """
 
     dialect: str
     literal: str
-    before: bool
+    before: bool = False
+    reasoning: int = 0
 
 
 HERMES = "hermes"
@@ -77,6 +82,7 @@ def _ascii(text: str) -> str:
 #: Dialect names in table order, and whether each is on by default. The off ones have no marker of
 #: their own: they are whole-message formats, chosen with ``formats=``.
 DIALECTS: dict[str, bool] = {
+    "reasoning": True,     # <think>…</think>: reasoning, not content (see calls_in_reasoning)
     HERMES: True,          # <tool_call …>: JSON objects or arrays (Hermes, Qwen, Granite), Qwen3-Coder XML, GLM
     "seed_oss": True,      # <seed:tool_call>: Qwen3-Coder XML
     DEEPSEEK: True,        # DeepSeek V3/R1/V3.1 (full-width or ASCII bars), R1-distill section opener
@@ -139,6 +145,8 @@ BLOCKS: tuple[Block, ...] = (
 )
 
 MARKERS: tuple[Marker, ...] = (
+    Marker("reasoning", "<think>", reasoning=1),
+    Marker("reasoning", "</think>", reasoning=-1),
     Marker(DEEPSEEK, DEEPSEEK_SECTION_OPEN, before=True),
     Marker(DEEPSEEK, DEEPSEEK_SECTION_CLOSE, before=False),
     Marker(DEEPSEEK, _ascii(DEEPSEEK_SECTION_OPEN), before=True),

@@ -17,16 +17,24 @@ class Parsed:
 
     ``content`` is the text with every block and marker removed, stripped at both ends;
     ``calls`` the calls in order of appearance; ``removed`` how many blocks and markers were
-    removed (malformed blocks count: their markup goes even when no call results).
+    removed (malformed blocks count: their markup goes even when no call results);
+    ``reasoning`` the text of ``<think>`` spans (markers removed), stripped at both ends.
     """
 
     content: str
     calls: list[ToolCall]
     removed: int
+    reasoning: str = ""
 
 
 def parse(
-    text: str, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text"
+    text: str,
+    *,
+    max_block: int = MAX_BLOCK,
+    formats=None,
+    tools=None,
+    unknown_tools: str = "keep_text",
+    calls_in_reasoning: str = "ignore",
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -35,11 +43,14 @@ def parse(
     ``formats`` names the dialects to recognise (default: the default-on ones, see ``DIALECTS``);
     ``tools`` (the request's OpenAI tools) types XML-style values, and a call of a tool not in it is
     kept as text (``unknown_tools="keep_text"``), removed (``"drop"``) or accepted (``"accept"``).
+    A call inside a ``<think>`` span that closes is a rehearsal: it stays in the reasoning text
+    (``calls_in_reasoning="ignore"``) unless ``"extract"``; in a span never closed it is a call.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
     scrubber = _scan.impl.StreamScrubber(
-        max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools
+        max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
+        calls_in_reasoning=calls_in_reasoning,
     )
     content = scrubber.feed(text) + scrubber.flush()
-    return Parsed(content.strip(), scrubber.calls, scrubber.removed)
+    return Parsed(content.strip(), scrubber.calls, scrubber.removed, scrubber.take_reasoning().strip())

@@ -1,0 +1,115 @@
+"""<think> spans: reasoning apart from content, and calls written while reasoning, on both implementations."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .conftest import IMPLS
+
+CALL = '<tool_call>{"name": "lookup", "arguments": {"q": 1}}</tool_call>'
+
+
+def names(parsed):
+    return [c.name for c in parsed.calls]
+
+
+def test_reasoning_is_not_content(impl, tc):
+    parsed = tc.parse("<think>Let me think.</think>\nThe answer is 4.")
+    assert parsed.content == "The answer is 4."
+    assert parsed.reasoning == "Let me think."
+    assert parsed.calls == [] and parsed.removed == 2
+
+
+def test_a_call_in_a_closed_span_is_a_rehearsal(impl, tc):
+    parsed = tc.parse(f"<think>I could call {CALL} but no.</think>Done.")
+    assert parsed.calls == []
+    assert parsed.reasoning == f"I could call {CALL} but no."
+    assert parsed.content == "Done."
+
+
+def test_a_call_in_a_span_never_closed_is_extracted(impl, tc):
+    parsed = tc.parse(f"<think>I will look it up. {CALL} more")
+    assert names(parsed) == ["lookup"]
+    assert parsed.reasoning == "I will look it up.  more"
+    assert parsed.content == ""
+
+
+def test_extract_takes_calls_from_closed_spans_too(impl, tc):
+    parsed = tc.parse(f"<think>x {CALL}</think>y", calls_in_reasoning="extract")
+    assert names(parsed) == ["lookup"] and parsed.reasoning == "x" and parsed.content == "y"
+
+
+def test_a_call_after_the_span_is_a_call(impl, tc):
+    parsed = tc.parse(f"<think>plan</think>{CALL}")
+    assert names(parsed) == ["lookup"] and parsed.reasoning == "plan" and parsed.content == ""
+
+
+def test_markers_only_switch(impl, tc):
+    # a closer in content and an opener inside reasoning are text
+    parsed = tc.parse("a </think> b <think>c <think> d</think> e")
+    assert parsed.content == "a </think> b  e"
+    assert parsed.reasoning == "c <think> d"
+
+
+def test_reasoning_off_keeps_the_text(impl, tc):
+    formats = [n for n, on in tc.DIALECTS.items() if on and n != "reasoning"]
+    parsed = tc.parse("<think>x</think>y", formats=formats)
+    assert parsed.content == "<think>x</think>y" and parsed.reasoning == ""
+
+
+def test_stream_reasoning_is_taken_as_it_comes(impl):
+    s = impl.StreamScrubber()
+    assert s.feed("<think>step one") == ""
+    assert s.take_reasoning() == "step one"
+    assert s.take_reasoning() == ""
+    assert s.feed(", two</think>Answer") == "Answer"
+    assert s.take_reasoning() == ", two"
+
+
+def test_stream_holds_reasoning_after_a_rehearsed_call(impl):
+    s = impl.StreamScrubber()
+    s.feed(f"<think>maybe {CALL}")
+    assert s.take_reasoning() == "maybe "   # the block and what follows wait for the span's end
+    s.feed(" then")
+    assert s.take_reasoning() == ""
+    assert s.feed("</think>ok") == "ok"
+    assert s.take_reasoning() == f"{CALL} then" and s.calls == []
+
+
+def test_deferred_reasoning_is_capped_by_max_block(impl, tc):
+    text = "<think>" + CALL + "x" * 200
+    assert names(tc.parse(text)) == ["lookup"]
+    parsed = tc.parse(text, max_block=100)  # past the cap the call is taken as a rehearsal
+    assert parsed.calls == [] and parsed.reasoning == CALL + "x" * 200
+
+
+def test_calls_in_reasoning_must_be_a_policy(impl, tc):
+    with pytest.raises(ValueError, match="calls_in_reasoning"):
+        tc.parse("x", calls_in_reasoning="sometimes")
+
+
+TEXTS = st.lists(st.sampled_from(
+    ["<think>", "</think>", "plan ", CALL, " answer ", "<thi", "nk>", "</th", '{"x": 1}', "\n"]), max_size=10).map("".join)
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@pytest.mark.parametrize("policy", ["ignore", "extract"])
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), text=TEXTS, max_block=st.sampled_from([30, 1 << 20]))
+def test_any_split_gives_the_same_reasoning_content_and_calls(mod, policy, data, text, max_block):
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
+
+    def run(cuts):
+        s = mod.StreamScrubber(calls_in_reasoning=policy, max_block=max_block)
+        outs, thoughts, prev = [], [], 0
+        for c in cuts + [len(text)]:
+            outs.append(s.feed(text[prev:c]))
+            thoughts.append(s.take_reasoning())
+            prev = c
+        outs.append(s.flush())
+        thoughts.append(s.take_reasoning())
+        return "".join(outs), "".join(thoughts), [(c.name, json.loads(c.arguments)) for c in s.calls], s.removed
+
+    assert run(cuts) == run([])
