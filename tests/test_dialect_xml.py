@@ -561,3 +561,10 @@ def test_large_adversarial_bodies_parse_in_linear_time(grammar, body):
     start = time.perf_counter()
     grammar("<opener>", body, TOOLS)
     assert time.perf_counter() - start < 3.0
+
+
+def test_glm_value_without_its_opening_tag_is_not_swallowed_by_the_previous_one():
+    body = ("get-weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+            "<arg_key>unit</arg_key>\ncelsius</arg_value>\n")
+    calls = glm("<tool_call>", body, Context())
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get-weather", {"city": "Paris", "unit": "celsius"})]

@@ -119,8 +119,9 @@ _DSML = _Markup(
 _GLM = _Markup(  # no call tags: the whole body is one call
     call=_NO_MATCH + r"(?P<head>)",
     end_call=_NO_MATCH,
-    # GLM-4.7 sometimes writes a literal backslash-n between key and value.
-    param=r"<arg_key>(?P<head>[^<>]*)</arg_key>(?:\s|\\n)*<arg_value>",
+    # GLM-4.7 sometimes writes a literal backslash-n between key and value; a value whose
+    # <arg_value> was left out (plain text, then </arg_value>) starts right after its key.
+    param=r"<arg_key>(?P<head>[^<>]*)</arg_key>(?:(?:\s|\\n)*<arg_value>|(?=[^<]*</arg_value>))",
     end_param=r"</arg_value\s*>",
     newline_params=False,
 )
