@@ -47,11 +47,14 @@ def test_hold_from_rejects_non_str(impl):
 
 POSITIVE = [
     "<tool_call>", "x <tool_call id=1>", "<tool_calls>", "<｜tool▁call▁begin｜>", "<｜tool▁calls▁end｜>",
-    "\\u003ctool_call>", "\\u003Ctool_call>", "\\uff5ctool\\u2581call", "\\uFF5Ctool▁call", "｜tool\\u2581call",
+    "\\u003ctool_call>", "\\u003Ctool_call>", "\\u003c\\uff5ctool\\u2581call\\u2581begin\\uFF5C\\u003e",
+    "<\\uff5ctool▁calls▁begin｜>", "[TOOL_CALLS]", "<|tool_call_begin|>", "<minimax:tool_call>", "<think>",
+    "<\\/think>", "\\u003cthink\\u003e", "<|python_tag|>", "<function=f>",
 ]
 NEGATIVE = [
     "", "plain text", '{"tool_calls": [], "finish_reason": "stop"}', "tool_call", "<tool call>",
     "<|tool_call|>"[2:], "\\U003ctool_call", "｜tool_call", "<｜tool call", "tool▁call",
+    "\\uff5ctool\\u2581call", "TOOL_CALLS", "[tool_calls]", "think about it", "functions and calls",
 ]
 
 
@@ -76,6 +79,12 @@ def test_may_contain_markup_sees_json_escaped_bodies(impl):
     go_style = json.dumps({"content": "<tool_call>{}</tool_call>"}).replace("<", "\\u003c")
     assert impl.may_contain_markup(go_style.encode())
     assert not impl.may_contain_markup(json.dumps({"choices": [{"message": {"content": "hi"}}]}).encode())
+
+
+def test_may_contain_markup_follows_formats(impl):
+    assert impl.may_contain_markup(b"[TOOL_CALLS]")
+    assert not impl.may_contain_markup(b"[TOOL_CALLS]", formats=["hermes"])
+    assert impl.may_contain_markup(b"no markup at all", formats=["hermes", "json_message"])  # reads all
 
 
 def test_may_contain_markup_rejects_other_types(impl):

@@ -102,3 +102,20 @@ def test_text_without_marker_first_characters_passes_through_unchanged(mod, data
     outs, got_calls, removed = run(mod, text, cuts, 1 << 20)
     pieces = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
     assert outs == pieces + [""] and got_calls == [] and removed == 0
+
+
+@SETTINGS
+@given(text=texts)
+def test_the_pre_filter_never_misses_markup(text):
+    # may_contain_markup is a screen before decoding a body: whenever parsing would change the
+    # text, it must say True for the text and for every JSON encoding of it.
+    from textcalls import may_contain_markup, parse
+
+    if parse(text).removed == 0:
+        return
+    encodings = [
+        text, text.encode(), json.dumps(text).encode(), json.dumps(text, ensure_ascii=False).encode(),
+        json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e").encode(),  # as Go writes it
+        json.dumps(text).replace("/", "\\/").encode(),  # as PHP writes it
+    ]
+    assert all(may_contain_markup(form) for form in encodings)

@@ -11,7 +11,7 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
-from textcalls._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for
+from textcalls._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, may_contain_markup, read_block, read_whole, table_for
 from textcalls.dialects import Context
 from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
@@ -43,21 +43,7 @@ for _c in range(128):
 cdef Py_ssize_t C_ATTR_MAX = ATTR_MAX
 cdef Py_ssize_t C_GAP_MAX = SECTION_GAP_MAX
 cdef Py_ssize_t NEVER = (<Py_ssize_t>1) << 62
-
-
-# the stems may_contain_markup looks for, raw (str and UTF-8) and JSON-escaped
-cdef Lit S_TOOL, S_HCALL, S_CALL, S_LT, S_LT_ESC, S_BAR, S_BAR_ESC, S_LOW, S_LOW_ESC, S_BAR8, S_LOW8
-_lit(&S_TOOL, "tool")
-_lit(&S_HCALL, "_call")
-_lit(&S_CALL, "call")
-_lit(&S_LT, "<")
-_lit(&S_LT_ESC, "\\u003c")
-_lit(&S_BAR, "\uff5c")
-_lit(&S_BAR_ESC, "\\uff5c")
-_lit(&S_LOW, "\u2581")
-_lit(&S_LOW_ESC, "\\u2581")
-_lit(&S_BAR8, "\uff5c".encode("utf-8").decode("latin-1"))
-_lit(&S_LOW8, "\u2581".encode("utf-8").decode("latin-1"))
+_NO_TOOLS = Context(None)
 
 
 # -- character helpers ----------------------------------------------------------------------------
@@ -298,63 +284,6 @@ cdef _CSpec _cspec(table):
     return <_CSpec>spec
 
 
-# -- may_contain_markup ---------------------------------------------------------------------------
-
-cdef inline bint _stem_at(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, const Lit* lit, bint hexfold) noexcept nogil:
-    """Whether ``lit`` stands at ``i`` (kind 0: a UTF-8 byte buffer); hexfold: a-f also match A-F."""
-    cdef Py_ssize_t k
-    cdef unsigned int c
-    if i < 0 or i + lit.n > n:
-        return False
-    for k in range(lit.n):
-        c = (<const unsigned char*>d)[i + k] if kind == 0 else PyUnicode_READ(kind, d, i + k)
-        if hexfold and 0x41 <= c <= 0x46:
-            c |= 0x20
-        if c != <unsigned int>lit.ch[k]:
-            return False
-    return True
-
-
-cdef bint _markup_in(int kind, const void* d, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i = 0
-    cdef const Lit* bar = &S_BAR8 if kind == 0 else &S_BAR
-    cdef const Lit* low = &S_LOW8 if kind == 0 else &S_LOW
-    cdef const char* hit
-    while i + 4 <= n:
-        if kind == 0:
-            hit = <const char*>memchr(<const char*>d + i, 0x74, n - i)  # 't'
-            if hit == NULL:
-                return False
-            i = hit - <const char*>d
-        if not _stem_at(kind, d, n, i, &S_TOOL, False):
-            i += 1
-            continue
-        if _stem_at(kind, d, n, i + 4, &S_HCALL, False) and (
-                _stem_at(kind, d, n, i - 1, &S_LT, False) or _stem_at(kind, d, n, i - 6, &S_LT_ESC, True)):
-            return True
-        if ((_stem_at(kind, d, n, i + 4, low, False) and _stem_at(kind, d, n, i + 4 + low.n, &S_CALL, False))
-                or (_stem_at(kind, d, n, i + 4, &S_LOW_ESC, False) and _stem_at(kind, d, n, i + 10, &S_CALL, False))) and (
-                _stem_at(kind, d, n, i - bar.n, bar, False) or _stem_at(kind, d, n, i - 6, &S_BAR_ESC, True)):
-            return True
-        i += 1
-    return False
-
-
-def may_contain_markup(data):
-    """False only when no opener can be in ``data`` (str or bytes-like), JSON-escaped forms included."""
-    cdef const unsigned char[::1] view
-    if isinstance(data, str):
-        return _markup_in(PyUnicode_KIND(data), PyUnicode_DATA(data), PyUnicode_GET_LENGTH(data))
-    if isinstance(data, memoryview):
-        data = data.cast("B")
-    elif not isinstance(data, (bytes, bytearray)):
-        raise TypeError(f"may_contain_markup() expects str, bytes, bytearray or memoryview, not {type(data).__name__}")
-    view = data
-    if view.shape[0] == 0:
-        return False
-    return _markup_in(0, &view[0], view.shape[0])
-
-
 # -- hold_from ------------------------------------------------------------------------------------
 
 def hold_from(text, *, formats=None):
@@ -463,7 +392,7 @@ cdef class StreamScrubber:
         if calls_in_reasoning not in CALLS_IN_REASONING:
             raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
         self._spec = _cspec(table_for(formats))
-        self._ctx = Context(tools)
+        self._ctx = _NO_TOOLS if tools is None else Context(tools)
         self._unknown = unknown_tools
         self.calls = []
         self.removed = 0

@@ -11,6 +11,9 @@ from ._scan import IMPLEMENTATION
 from .markers import DIALECTS, MAX_BLOCK
 from .openai import recover_response, should_recover
 from .parse import Parsed, parse
+from .responses_bytes import recover_response_bytes
+from .sse import MAX_EVENT, SSERecovery, arecover_sse, recover_sse
+from .stream import ChunkRecovery, arecover_stream, recover_stream
 from .toolcall import ToolCall
 
 StreamScrubber = _scan.impl.StreamScrubber
@@ -21,13 +24,21 @@ __all__ = [
     "DIALECTS",
     "IMPLEMENTATION",
     "MAX_BLOCK",
+    "MAX_EVENT",
+    "ChunkRecovery",
     "Parsed",
+    "SSERecovery",
     "StreamScrubber",
     "ToolCall",
+    "arecover_sse",
+    "arecover_stream",
     "hold_from",
     "may_contain_markup",
     "parse",
     "recover_response",
+    "recover_response_bytes",
+    "recover_sse",
+    "recover_stream",
     "should_recover",
 ]
 __version__ = "0.1.0"

@@ -9,28 +9,15 @@ from __future__ import annotations
 
 import re
 
-from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for
+from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, may_contain_markup, read_block, read_whole, table_for
 from .dialects import Context
 from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
 __all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
 
-# An opener's stem, raw or JSON-escaped (``\u003c`` for ``<``, ``\uff5c``/``\u2581`` for ``｜``/``▁``).
-_MAYBE_STR = re.compile("(?:<|\\\\u003[cC])tool_call|(?:\uff5c|\\\\u[fF][fF]5[cC])tool(?:\u2581|\\\\u2581)call")
-_MAYBE_BYTES = re.compile(_MAYBE_STR.pattern.encode("utf-8"))
 _STRING_STOP = re.compile(r'["\\]')
 _NEVER = 1 << 62  # "poisoned until the end of the stream"
-
-
-def may_contain_markup(data) -> bool:
-    """False only when no opener can be in ``data`` (str or bytes-like), JSON-escaped forms included."""
-    if isinstance(data, str):
-        return _MAYBE_STR.search(data) is not None
-    if isinstance(data, (bytes, bytearray)):
-        return _MAYBE_BYTES.search(data) is not None
-    if isinstance(data, memoryview):
-        return _MAYBE_BYTES.search(data.cast("B")) is not None
-    raise TypeError(f"may_contain_markup() expects str, bytes, bytearray or memoryview, not {type(data).__name__}")
+_NO_TOOLS = Context(None)
 
 
 def hold_from(text: str, *, formats=None) -> int:
@@ -173,7 +160,7 @@ class StreamScrubber:
         if calls_in_reasoning not in CALLS_IN_REASONING:
             raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
         self._spec = _spec(table_for(formats))
-        self._ctx = Context(tools)
+        self._ctx = _NO_TOOLS if tools is None else Context(tools)
         self._unknown = unknown_tools
         self.calls: list = []
         self.removed = 0

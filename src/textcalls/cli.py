@@ -1,14 +1,21 @@
-"""The ``textcalls`` command: ``textcalls recover [FILE]``."""
+"""The ``textcalls`` command: ``textcalls recover [FILE]``, ``textcalls proxy --upstream URL``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import re
 import sys
 
 from . import IMPLEMENTATION, __version__
 from .openai import recover_response
 from .parse import parse
+from .sse import SSERecovery
+
+# An SSE capture opens (after a BOM and blank lines) with a field or a comment, and has a data: line.
+_SSE_START = re.compile(rb"(?:\xef\xbb\xbf)?[\r\n]*(?::|(?:data|event|id|retry)(?::|\r|\n))")
+_SSE_DATA = re.compile(rb"(?:^|[\r\n])data:")
 
 
 def _recover(text: str, *, native: bool, has_tools: bool) -> dict:
@@ -24,15 +31,51 @@ def _recover(text: str, *, native: bool, has_tools: bool) -> dict:
     return {"content": parsed.content, "tool_calls": [call.to_openai() for call in parsed.calls]}
 
 
+def _is_sse(data: bytes) -> bool:
+    """Whether ``data`` reads as an SSE capture (see ``_SSE_START``) rather than text or JSON."""
+    return _SSE_START.match(data) is not None and _SSE_DATA.search(data) is not None
+
+
+def _listen(value: str) -> tuple:
+    """``HOST:PORT`` (``[v6]:PORT`` too) as (host, port)."""
+    host, sep, port = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        raise ValueError(f"--listen must be HOST:PORT with a port from 0 to 65535, not {value!r}")
+    return host, int(port)
+
+
+def _proxy(args, parser: argparse.ArgumentParser) -> int:
+    from .proxy import check_upstream, run
+
+    try:
+        upstream = check_upstream(args.upstream)
+        host, port = _listen(args.listen)
+    except ValueError as e:
+        parser.error(str(e))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        run(upstream, host=host, port=port, native=args.native)
+    except ImportError as e:
+        parser.exit(1, f"textcalls proxy: error: {e}\n")
+    except OSError as e:  # the address cannot be resolved or bound
+        parser.exit(2, f"textcalls proxy: error: cannot listen on {args.listen}: {e}\n")
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="textcalls", description="Recover tool calls written as text markup.")
     parser.add_argument("--version", action="version", version=f"textcalls {__version__} ({IMPLEMENTATION})")
     commands = parser.add_subparsers(dest="command", required=True)
     recover = commands.add_parser(
         "recover",
-        help="recover the calls in model text or a chat.completion JSON; print JSON",
-        description="Read plain model text or a chat.completion JSON (stdin by default) and print the "
-        "recovered result as JSON: {content, tool_calls} for text, the rewritten response for JSON.",
+        help="recover the calls in model text, a chat.completion JSON or an SSE capture",
+        description="Read plain model text, a chat.completion JSON or an SSE capture of chat.completion.chunk "
+        "events (stdin by default). Print the recovered result: {content, tool_calls} JSON for text, the "
+        "rewritten response for JSON, the recovered SSE for a capture (detected by its first line).",
     )
     recover.add_argument("file", nargs="?", help="input file (default: stdin)")
     recover.add_argument(
@@ -43,15 +86,42 @@ def main(argv: list[str] | None = None) -> int:
         "--no-tools", action="store_true",
         help="the request offered no tools: a response passes through unchanged",
     )
+    proxy = commands.add_parser(
+        "proxy",
+        help="run an OpenAI-compatible reverse proxy that recovers the calls (needs textcalls[proxy])",
+        description="Relay every request to the upstream. Answers to POST /v1/chat/completions that offer "
+        "tools come back with their text tool calls recovered, streamed or not. Logs one line per request.",
+    )
+    proxy.error = lambda message: proxy.exit(2, f"textcalls proxy: error: {message}\n")  # one line
+    proxy.add_argument("--upstream", required=True, metavar="URL",
+                       help="the OpenAI-compatible server's root, e.g. http://127.0.0.1:8000 (request paths, "
+                       "/v1/... included, are appended to it)")
+    proxy.add_argument("--listen", default="127.0.0.1:8787", metavar="HOST:PORT",
+                       help="address to serve on (default 127.0.0.1:8787; port 0 picks a free one)")
+    gate = proxy.add_mutually_exclusive_group()
+    gate.add_argument("--native", dest="native", action="store_true", default=True,
+                      help="the upstream returns structured calls itself: recover only choices without any (default)")
+    gate.add_argument("--prompt-guided", dest="native", action="store_false",
+                      help="tools are described in the prompt: always recover")
     args = parser.parse_args(argv)
+    if args.command == "proxy":
+        return _proxy(args, proxy)
     try:
         if args.file is None:
-            text = sys.stdin.read()
+            data = sys.stdin.buffer.read()
         else:
-            with open(args.file, encoding="utf-8") as f:
-                text = f.read()
+            with open(args.file, "rb") as f:
+                data = f.read()
+        sse = _is_sse(data)
+        if not sse:  # as text-mode reading gives it: UTF-8, universal newlines
+            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except (OSError, UnicodeDecodeError) as e:
         parser.exit(2, f"textcalls: error: cannot read {args.file or 'stdin'}: {e}\n")
+    if sse:
+        recovery = SSERecovery(native=args.native, has_tools=not args.no_tools)
+        sys.stdout.buffer.write(recovery.feed(data) + recovery.close())
+        sys.stdout.flush()
+        return 0
     result = _recover(text, native=args.native, has_tools=not args.no_tools)
     json.dump(result, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")

@@ -1,0 +1,385 @@
+"""Recover text tool calls in a raw server-sent-events byte stream of ``chat.completion.chunk`` s.
+
+``SSERecovery`` takes the upstream bytes in any splits and returns the bytes to send
+downstream; ``recover_sse`` / ``arecover_sse`` wrap (async) iterables of byte chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+
+from .responses_bytes import dumps_compact, untouched_screen
+from .stream import ChunkRecovery
+
+__all__ = ["MAX_EVENT", "SSERecovery", "arecover_sse", "recover_sse"]
+
+#: Default cap, in bytes, on one event held while it is incomplete (``max_event``).
+MAX_EVENT = 1 << 20
+
+# The end of an event: a line ending (LF, CR or CRLF) followed by an empty line; "\r\n" is never two.
+_EVENT_END = re.compile(rb"\r\n(?:\n|\r\n?)|\r\r\n?|\n(?:\n|\r\n?)")
+_LINE = re.compile(rb"([^\r\n]*)(\r\n|\r|\n)")
+_BOM = b"\xef\xbb\xbf"
+_DONE = b"[DONE]"
+_CONTENT = b'"content":'
+_CHOICE_KEYS = frozenset({"index", "delta", "finish_reason", "logprobs"})
+#: Events a stream decodes at most, though screened untouched, to find a plain content event's shape.
+_TRIES = 8
+
+
+def _stops(starts: str) -> tuple:
+    """What a plain text between a remembered prefix and suffix may not hold: a quote, a backslash,
+    a line ending, or a character that can begin markup (as bytes)."""
+    return tuple(c.encode() for c in '"\\\r\n' + starts)
+
+
+def _inside(stops: tuple):
+    """``search(data, start, end)``: finds the first of ``stops`` in ``data[start:end]``."""
+    single = b"".join(stop for stop in stops if len(stop) == 1)
+    multi = [re.escape(stop) for stop in stops if len(stop) > 1]
+    return re.compile(b"|".join([b"[" + re.escape(single) + b"]", *multi])).search
+
+
+class SSERecovery:
+    """Feed raw SSE bytes in any splits; get back the bytes to send downstream.
+
+    Events follow the SSE spec (LF, CRLF or CR line endings, a UTF-8 BOM, multi-line
+    ``data:``, comments, ``event:``/``id:``/``retry:`` fields). An event whose data is a
+    ``chat.completion.chunk`` goes through a ``ChunkRecovery``; every event it leaves
+    unchanged — and every comment, non-JSON, non-chunk or data-less event — goes out
+    byte-for-byte. A rewritten event becomes one ``data:`` line per resulting chunk
+    (compact JSON, the event's own line ending); the original's other lines stay on the last
+    one, its ``event:`` lines on each. ``data: [DONE]`` first flushes what choices still hold.
+
+    Fast paths, while no choice is ``active`` (see ``ChunkRecovery``): an event is sent on
+    undecoded when nothing in it can begin markup or is a structured call — for each first
+    character of the scrubbed literals, neither the character (one that JSON uses anyway,
+    like ``[``, only when followed by a possible second character, a quote or a backslash)
+    nor its JSON escape (``\\u003c``), and no ``tool_calls`` key. Cheaper still: once a plain
+    content event (one choice, only ``content``) went through unchanged, the bytes around
+    its text are remembered, and an event with the same bytes around a text holding no
+    quote, backslash, line ending or first character is sent on after two comparisons.
+    Once a choice holds text, opened a block, recovered a call or saw a structured one,
+    every event is decoded until that choice finishes: this, not the absence of an opener
+    in one event, is what keeps a ``<`` and a ``tool_call`` in consecutive events right.
+
+    At most ``max_event`` bytes of an incomplete event are held. An event over the cap is
+    sent on verbatim as it arrives (not decoded, so its text is not scrubbed). ``feed``
+    returns ``b""`` while it holds; ``close()`` flushes held text and returns any
+    incomplete event verbatim. With ``has_tools=False`` input comes straight back out.
+    """
+
+    def __init__(self, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT, **options) -> None:
+        """``options`` are ``StreamScrubber``'s, for every choice (see ``ChunkRecovery``)."""
+        if not isinstance(max_event, int) or isinstance(max_event, bool):
+            raise TypeError(f"max_event must be an int, not {type(max_event).__name__}")
+        if max_event < 1:
+            raise ValueError(f"max_event must be >= 1, not {max_event}")
+        self.chunks = ChunkRecovery(native=native, has_tools=has_tools, **options)
+        self.max_event = max_event
+        self._untouched = untouched_screen(self.chunks.literals)
+        self._stops = _stops(self.chunks.starts)
+        self._inside = _inside(self._stops)
+        self._around: tuple | None = None  # a plain content event's bytes before and after its text
+        self._tries = _TRIES  # events still to decode, though screened untouched, to find such an event
+        self._buf = bytearray()  # the incomplete event (or a BOM's first bytes)
+        self._scan = 0  # offset in _buf before which no event end starts
+        self._started = False  # a possible BOM has been dealt with
+        self._lf: bytes | None = None  # the input ended with an event's CR: what to send if an LF completes it
+        self._over: bytes | None = None  # passing an oversized event through: its last bytes
+        self._newline = b"\n"  # line ending of synthetic events: that of the last event decoded
+        self._closed = False
+        self._clear = False  # open, with tools, started, and nothing held: the fast path may apply
+
+    @property
+    def recovered(self) -> int:
+        """Tool calls recovered and emitted so far."""
+        return self.chunks.recovered
+
+    def feed(self, data) -> bytes:
+        """Take the next upstream bytes (bytes-like); return the bytes to send now."""
+        if type(data) is not bytes:
+            if not isinstance(data, (bytearray, memoryview)):
+                raise TypeError(f"feed() expects bytes, bytearray or memoryview, not {type(data).__name__}")
+            data = bytes(data)
+        if self._clear and not self.chunks.active:
+            around = self._around
+            if around is not None:
+                before, after = around  # one event like the remembered one, around a text with nothing to act on
+                end = len(data) - len(after)
+                if end >= len(before) and data.startswith(before) and data.endswith(after) and (
+                        self._inside(data, len(before), end) is None):
+                    return data
+            elif self._tries:
+                return self._feed_and_clear(data)
+            if data.endswith(b"\n\n") and self._untouched(data):  # whole events, nothing to act on
+                return data
+        if self._closed:
+            raise ValueError("feed() after close(): the stream has ended")
+        if not self.chunks.has_tools:
+            return data
+        return self._feed_and_clear(data)
+
+    def _feed_and_clear(self, data: bytes) -> bytes:
+        """``_feed``, then note whether the next input starts at an event with nothing held."""
+        out = self._feed(data)
+        self._clear = self._started and not self._buf and self._lf is None and self._over is None
+        return out
+
+    def _feed(self, data: bytes) -> bytes:
+        out: list = []
+        if self._lf is not None and data:
+            if data[0] == 0x0A:
+                out.append(self._lf)
+                data = data[1:]
+            self._lf = None
+        buf = self._buf
+        if self._over is not None:
+            data = self._pass_over(data, out)
+        buf += data
+        if not self._started:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                return b""
+            self._started = True
+            if buf.startswith(_BOM):
+                out.append(_BOM)
+                del buf[:3]
+        self._events(out)
+        if len(buf) > self.max_event:
+            self._over = bytes(buf[-3:])
+            out.append(bytes(buf))
+            buf.clear()
+            self._scan = 0
+        return b"".join(out)
+
+    def close(self) -> bytes:
+        """End the stream: flushed text and calls, then any incomplete event verbatim."""
+        if self._closed:
+            return b""
+        self._closed = True
+        self._clear = False
+        out = self._synthetic(self.chunks.close(), [])
+        out.append(bytes(self._buf))
+        self._buf.clear()
+        return b"".join(out)
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _pass_over(self, data, out: list):
+        """Send on the oversized event's bytes; return what follows its end (or nothing)."""
+        joined = self._over + data
+        m = _EVENT_END.search(joined)
+        if m is None:
+            out.append(data)
+            self._over = joined[-3:]
+            return b""
+        end = m.end() - len(self._over)
+        out.append(data[:end])
+        self._over = None
+        if end == len(data) and data[-1] == 0x0D:
+            self._lf = b"\n"
+        return data[end:]
+
+    def _events(self, out: list) -> None:
+        """Handle every complete event in the buffer, leaving the incomplete one."""
+        buf = self._buf
+        n = len(buf)
+        pos = 0
+        sent = len(out)
+        if not self.chunks.active:  # send on in one piece the complete events it cannot act on
+            start = self._scan  # no event ends before it: each byte is searched once
+            last = buf.rfind(b"\n\n", start)
+            if buf.find(b"\r", start) >= 0:  # (memchr first: the two searches below are slower)
+                last = max(last, buf.rfind(b"\n\r", start), buf.rfind(b"\r\r", start))
+            if last >= 0:
+                end = last + 2
+                if end < n and buf[end - 1] == 0x0D and buf[end] == 0x0A:
+                    end += 1
+                pos = self._known(buf, end)
+                if pos < end and not self._learning and self._untouched(bytes(buf[pos:end])):
+                    pos = end
+                if pos:
+                    out.append(bytes(buf[:pos]))
+        while pos < n:
+            sent = len(out)
+            first = buf[pos]
+            if first == 0x0A or first == 0x0D:  # an empty line opening an event: it dispatches nothing
+                end = pos + 1
+                if first == 0x0D and end < n and buf[end] == 0x0A:
+                    end += 1
+                out.append(bytes(buf[pos:end]))
+            else:
+                m = _EVENT_END.search(buf, max(pos, self._scan))
+                if m is None:
+                    break
+                end = m.end()
+                self._event(bytes(buf[pos:end]), out)
+            pos = end
+        if pos == n and n and buf[n - 1] == 0x0D:  # an LF first in the next input completes this CR:
+            self._lf = b"\n" if len(out) > sent else b""  # sent as the event was, or dropped with it
+        del buf[:pos]
+        self._scan = max(0, len(buf) - 3)
+
+    def _known(self, buf: bytearray, limit: int) -> int:
+        """Where the events at the start of ``buf[:limit]`` that are shaped like the remembered one,
+        around a text with nothing to act on, end (0: none)."""
+        if self._around is None:
+            return 0
+        before, after = self._around
+        startswith, find, inside = buf.startswith, buf.find, self._inside
+        skip, tail = len(before), len(after)
+        pos = 0
+        while startswith(before, pos, limit):
+            start = pos + skip
+            end = find(b'"', start, limit)  # a plain text holds no quote: its end, if the suffix follows
+            if end < 0 or not startswith(after, end, limit) or inside(buf, start, end) is not None:
+                break
+            pos = end + tail
+        return pos
+
+    def _event(self, raw: bytes, out: list) -> None:
+        """One complete event (its final empty line included): append what replaces it."""
+        learning = self._learning
+        if not self.chunks.active and not learning and self._untouched(raw):
+            out.append(raw)
+            return
+        lines = _LINE.findall(raw)
+        self._newline = lines[0][1]
+        data = []
+        for content, _ in lines:
+            if content[:5] == b"data:" or content == b"data":
+                value = content[5:]
+                data.append(value[1:] if value[:1] == b" " else value)
+        if not data:
+            out.append(raw)
+            return
+        payload = b"\n".join(data)
+        if payload == _DONE:
+            self._synthetic(self.chunks.close(), lines, out)
+            out.append(raw)
+            return
+        if learning:
+            self._tries -= 1
+        try:
+            chunk = json.loads(payload)
+            chunks = self.chunks.push(chunk)
+        except (ValueError, TypeError, RecursionError):  # not JSON, or not a chunk
+            out.append(raw)
+            return
+        if len(chunks) == 1 and chunks[0] is chunk:
+            out.append(raw)
+            if learning and not self.chunks.active and len(lines) == 2:
+                self._remember(raw, chunk)
+            return
+        newline = self._newline
+        self._synthetic(chunks[:-1], lines, out)
+        # The last chunk takes the event's own lines: the other fields, and data where data was.
+        kept = []
+        placed = False
+        for content, ending in lines[:-1]:
+            if content[:5] == b"data:" or content == b"data":
+                if not placed and chunks:
+                    kept.append(b"data: " + dumps_compact(chunks[-1]) + newline)
+                placed = True
+            else:
+                kept.append(content + ending)
+        if chunks or kept:
+            out.extend(kept)
+            out.append(lines[-1][1])  # the original empty line
+
+    @property
+    def _learning(self) -> bool:
+        return self._around is None and self._tries > 0
+
+    def _remember(self, raw: bytes, chunk: dict) -> None:
+        """Keep the bytes around the text of ``raw``, one ``data:`` line of a plain content delta."""
+        choices = chunk.get("choices")
+        if not choices or len(choices) != 1:
+            return
+        choice = choices[0]
+        delta = choice.get("delta")
+        if (not isinstance(delta, dict) or delta.keys() != {"content"} or not isinstance(delta["content"], str)
+                or choice.get("finish_reason") is not None or choice.get("logprobs") is not None
+                or not choice.keys() <= _CHOICE_KEYS or not raw.endswith(b"\n")):
+            return
+        text = delta["content"].encode("utf-8", "surrogatepass")
+        i = raw.find(_CONTENT)
+        if i < 0 or raw.find(_CONTENT, i + 1) >= 0:
+            return
+        start = i + len(_CONTENT)
+        while raw[start:start + 1] == b" ":
+            start += 1
+        start += 1  # the opening quote
+        end = start + len(text)
+        if raw[start - 1:start] == b'"' and raw[start:end] == text and raw[end:end + 1] == b'"':
+            self._around = (raw[:start], raw[end:])
+
+    def _synthetic(self, chunks: list, lines: list, out: list | None = None) -> list:
+        """Append one event per chunk, each with the ``event:`` lines of ``lines``."""
+        if out is None:
+            out = []
+        newline = self._newline
+        event = [c + e for c, e in lines if c[:6] == b"event:" or c == b"event"]
+        for chunk in chunks:
+            out.extend(event)
+            out.append(b"data: " + dumps_compact(chunk) + newline + newline)
+        return out
+
+
+def recover_sse(
+    chunks: Iterable, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT
+) -> Iterator[bytes]:
+    """Yield the recovered bytes of an iterable of upstream byte chunks (empty results skipped).
+
+    Closing the returned iterator closes ``chunks`` when it has a ``close()``.
+    """
+    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event)
+    try:
+        it = iter(chunks)
+    except TypeError:
+        raise TypeError(f"chunks must be an iterable of bytes, not {type(chunks).__name__}") from None
+    return _recover(it, recovery)
+
+
+def _recover(it: Iterator, recovery: SSERecovery) -> Iterator[bytes]:
+    try:
+        for data in it:
+            out = recovery.feed(data)
+            if out:
+                yield out
+        out = recovery.close()
+        if out:
+            yield out
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+
+
+def arecover_sse(
+    chunks: AsyncIterable, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT
+) -> AsyncIterator[bytes]:
+    """``recover_sse`` over an async iterable; closing the result ``aclose()``-s ``chunks``."""
+    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event)
+    try:
+        it = aiter(chunks)
+    except TypeError:
+        raise TypeError(f"chunks must be an async iterable of bytes, not {type(chunks).__name__}") from None
+    return _arecover(it, recovery)
+
+
+async def _arecover(it: AsyncIterator, recovery: SSERecovery) -> AsyncIterator[bytes]:
+    try:
+        async for data in it:
+            out = recovery.feed(data)
+            if out:
+                yield out
+        out = recovery.close()
+        if out:
+            yield out
+    finally:
+        aclose = getattr(it, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -1,0 +1,350 @@
+"""Recover text tool calls in OpenAI ``chat.completion.chunk`` streams.
+
+``recover_stream`` / ``arecover_stream`` wrap an (async) iterable of chunk dicts;
+``ChunkRecovery`` is the push-style state machine under both (and under ``SSERecovery``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+
+from . import _scan
+from ._table import table_for
+from .openai import should_recover
+
+__all__ = ["ChunkRecovery", "arecover_stream", "recover_stream"]
+
+class _Choice:
+    """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
+
+    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index")
+
+    def __init__(self, options: dict) -> None:
+        self.scrubber = _scan.impl.StreamScrubber(**options)
+        self.active = False  # False: settled, behaves exactly like a fresh choice (see ChunkRecovery)
+        self.upstream: dict = {}  # structured call index as sent -> index as forwarded
+        self.recovered = 0  # recovered calls emitted
+        self.next_index = 0  # first downstream tool_calls index not used yet
+
+
+class ChunkRecovery:
+    """Push ``chat.completion.chunk`` dicts one at a time; get back the chunks to send.
+
+    Rules, per choice ``index`` (each has its own scrubber):
+
+    - String ``content`` deltas are scrubbed. A choice left with nothing to say (no text, role,
+      finish_reason, logprobs or other non-empty field) is removed, and a chunk left with no
+      choice and no ``usage`` is dropped. Everything else passes through as sent.
+    - When a block completes and ``should_recover(native, True, structured calls seen)``
+      allows, a chunk with ``delta.tool_calls`` follows, indexes continuing after the
+      choice's structured calls. Structured ``tool_calls`` pass as sent; only if they arrive
+      after recovered calls are their indexes shifted past them, so no two calls share one.
+    - On a chunk carrying ``finish_reason`` the scrubber is flushed: the held tail (with that
+      chunk's own text) goes first as a content delta, then any calls, then the finish chunk,
+      whose ``finish_reason`` is ``"tool_calls"`` if calls were recovered for the choice. The
+      choice then starts afresh.
+    - ``close()`` flushes the choices that did not finish (no finish chunk is invented) and
+      starts afresh.
+
+    A chunk that needs no change is returned as the very same object; with
+    ``has_tools=False`` every chunk is, unchecked. Otherwise a malformed chunk (not a dict,
+    ``choices`` not a list of dicts with an int ``index``, ``delta`` or ``delta.tool_calls``
+    of the wrong shape) raises TypeError/ValueError before any state changes. Inputs are
+    never mutated.
+
+    ``options`` are ``StreamScrubber``'s (``max_block``, ``formats``, ``tools``,
+    ``unknown_tools``), given to the scrubber of every choice.
+
+    ``active`` counts the choices that may not behave like fresh ones. A choice is settled
+    while it saw no structured call and every delta its scrubber was fed came back unchanged
+    (so nothing is held, no block is open and none was removed). With no active choice, a
+    chunk whose strings hold none of ``starts`` (the characters that can begin markup) and
+    that carries no ``tool_calls`` cannot change anything: it passes without feeding any
+    scrubber, and ``SSERecovery`` sends such events without decoding them. A whole-message
+    format (``json_message`` …) reads every message from its start, so with one enabled
+    ``active`` is never 0 and every chunk is read.
+    """
+
+    def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
+        should_recover(native, has_tools, 0)  # type-checks both flags
+        _scan.impl.StreamScrubber(**options)  # checks the options
+        self.native = native
+        self.has_tools = has_tools
+        self.options = options
+        table = table_for(options.get("formats"))
+        self.literals = table.literals  #: the openers and markers scrubbed
+        self.starts = "".join(sorted({literal[0] for literal in self.literals}))  #: what can begin one
+        self._floor = 1 if table.whole else 0  # a whole-message format: no choice is ever skipped
+        self._opens = re.compile(f"[{re.escape(self.starts)}]" if self.starts else "(?!)").search
+        self.recovered = 0  #: tool calls recovered and emitted so far, all choices
+        self._choices: dict = {}
+        self.active = self._floor  #: choices that may not behave like fresh ones (read-only)
+        self._template: dict | None = None  # the last chunk that had choices: model, id …
+
+    def push(self, chunk: dict) -> list:
+        """Take the next chunk; return the chunks to send in its place (maybe none)."""
+        if not self.has_tools:
+            return [chunk]
+        choices = _check_chunk(chunk)
+        if not choices:
+            return [chunk]
+        if not self.active:
+            for choice in choices:
+                delta = choice.get("delta")
+                if delta:
+                    content = delta.get("content")
+                    if delta.get("tool_calls") or (isinstance(content, str) and self._opens(content)):
+                        break
+            else:
+                return [chunk]  # all settled, and nothing that could open a block: nothing to do
+        self._template = chunk
+        before, after = [], []
+        main_choices = []
+        changed = False
+        for choice in choices:
+            new = self._choice(chunk, choice, before, after)
+            if new is not choice:
+                changed = True
+            if new is not None:
+                main_choices.append(new)
+        if not changed and not before and not after:
+            return [chunk]
+        if main_choices or chunk.get("usage") is not None:
+            before.append({**chunk, "choices": main_choices})
+        before.extend(after)
+        return before
+
+    def close(self) -> list:
+        """End the stream: the chunks that flush every unfinished choice. Starts afresh."""
+        out: list = []
+        for index in sorted(self._choices):
+            state = self._choices[index]
+            if state.active:
+                text, calls = self._flush(state)
+                if text:
+                    out.append(self._synthetic(self._template, index, {"content": text}))
+                if calls:
+                    out.append(self._synthetic(self._template, index, {"tool_calls": calls}))
+        self._choices.clear()
+        self.active = self._floor
+        return out
+
+    # -- one choice ---------------------------------------------------------------------------
+
+    def _choice(self, chunk: dict, choice: dict, before: list, after: list):
+        """The choice to keep in the chunk (``choice`` itself when unchanged, None to drop it);
+        appends to ``before``/``after`` the chunks to send around it."""
+        index = choice["index"]
+        state = self._choices.get(index)
+        if state is None:
+            state = self._choices[index] = _Choice(self.options)
+        delta = choice.get("delta") or {}
+        finish = choice.get("finish_reason")
+        new_delta = None
+
+        structured = delta.get("tool_calls")
+        if structured:
+            self._mark(state)
+            shifted = self._structured(state, structured)
+            if shifted is not structured:
+                new_delta = {**delta, "tool_calls": shifted}
+
+        content = delta.get("content")
+        text = content
+        calls: list = []
+        if isinstance(content, str) and content:
+            scrubber = state.scrubber
+            n = len(scrubber.calls)
+            text = scrubber.feed(content)
+            if not state.active and text != content:
+                self._mark(state)  # it holds text, or removed some
+            if len(scrubber.calls) > n:
+                calls = self._emit(state, scrubber.calls[n:])
+
+        if finish is not None:
+            del self._choices[index]
+            if not state.active:
+                return choice  # a settled choice has nothing held and nothing to change
+            self.active -= 1
+            tail, more = self._flush(state)
+            calls += more
+            if tail or calls:  # held text and calls go before the finish chunk
+                if (text or "") + tail:
+                    before.append(self._synthetic(chunk, index, {"content": (text or "") + tail}))
+                if calls:
+                    before.append(self._synthetic(chunk, index, {"tool_calls": calls}))
+                calls = []
+                if "content" in delta:
+                    new_delta = {k: v for k, v in (new_delta or delta).items() if k != "content"}
+                text = content
+        if calls:
+            after.append(self._synthetic(chunk, index, {"tool_calls": calls}))
+        if text != content:
+            new_delta = {**(new_delta or delta), "content": text}
+        recovered = finish is not None and state.recovered
+        if new_delta is None and not recovered:
+            return choice
+        new = {**choice, "delta": new_delta if new_delta is not None else delta}
+        if recovered:
+            new["finish_reason"] = "tool_calls"
+        return None if _says_nothing(new) else new
+
+    def _mark(self, state: _Choice) -> None:
+        if not state.active:
+            state.active = True
+            self.active += 1
+
+    def _structured(self, state: _Choice, structured: list) -> list:
+        """Count the structured calls; shift their indexes past calls recovered before them."""
+        upstream = state.upstream
+        shifted = None
+        for i, call in enumerate(structured):
+            index = call["index"]
+            if index not in upstream:
+                upstream[index] = index + state.recovered
+                state.next_index = max(state.next_index, upstream[index] + 1)
+            if upstream[index] != index:
+                if shifted is None:
+                    shifted = list(structured)
+                shifted[i] = {**call, "index": upstream[index]}
+        return structured if shifted is None else shifted
+
+    def _emit(self, state: _Choice, calls: list) -> list:
+        """The ``tool_calls`` entries for newly completed calls the gate lets through."""
+        if not should_recover(self.native, self.has_tools, len(state.upstream)):
+            return []
+        entries = []
+        for call in calls:
+            entries.append({"index": state.next_index, **call.to_openai()})
+            state.next_index += 1
+        state.recovered += len(entries)
+        self.recovered += len(entries)
+        return entries
+
+    def _flush(self, state: _Choice) -> tuple:
+        scrubber = state.scrubber
+        n = len(scrubber.calls)
+        tail = scrubber.flush()
+        return tail, self._emit(state, scrubber.calls[n:])
+
+    @staticmethod
+    def _synthetic(template: dict, index: int, delta: dict) -> dict:
+        """A chunk like ``template`` (id, model …) with one choice carrying ``delta``."""
+        chunk = {k: v for k, v in template.items() if k != "choices"}
+        if chunk.get("usage") is not None:
+            chunk["usage"] = None
+        chunk["choices"] = [{"index": index, "delta": delta, "logprobs": None, "finish_reason": None}]
+        return chunk
+
+
+def _says_nothing(choice: dict) -> bool:
+    """No finish_reason, logprobs, delta field or other field with something in it."""
+    for key, value in choice.items():
+        if key == "delta":
+            for v in value.values():
+                if not (v is None or v == "" or v == []):
+                    return False
+        elif key != "index" and value is not None:
+            return False
+    return True
+
+
+def _check_chunk(chunk) -> list | None:
+    """The chunk's choices, after checking the shape of everything the rules read."""
+    if not isinstance(chunk, dict):
+        raise TypeError(f"a chunk must be a dict, not {type(chunk).__name__}")
+    choices = chunk.get("choices")
+    if choices is None:
+        return None
+    if not isinstance(choices, list):
+        raise TypeError(f"chunk['choices'] must be a list, not {type(choices).__name__}")
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise TypeError(f"chunk['choices'][{i}] must be a dict, not {type(choice).__name__}")
+        index = choice.get("index")
+        if type(index) is not int or index < 0:
+            _check_index(index, f"chunk['choices'][{i}]['index']")
+        delta = choice.get("delta")
+        if delta is None:
+            continue
+        if not isinstance(delta, dict):
+            raise TypeError(f"chunk['choices'][{i}]['delta'] must be a dict, not {type(delta).__name__}")
+        calls = delta.get("tool_calls")
+        if calls is None:
+            continue
+        if not isinstance(calls, list):
+            raise TypeError(
+                f"chunk['choices'][{i}]['delta']['tool_calls'] must be a list, not {type(calls).__name__}"
+            )
+        for j, call in enumerate(calls):
+            where = f"chunk['choices'][{i}]['delta']['tool_calls'][{j}]"
+            if not isinstance(call, dict):
+                raise TypeError(f"{where} must be a dict, not {type(call).__name__}")
+            _check_index(call.get("index"), f"{where}['index']")
+    return choices
+
+
+def _check_index(index, where: str) -> None:
+    """Raise unless ``index`` is an int >= 0 (bool excluded)."""
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise TypeError(f"{where} must be an int, not {type(index).__name__}")
+    if index < 0:
+        raise ValueError(f"{where} must be >= 0, not {index}")
+
+
+def recover_stream(chunks: Iterable[dict], *, native: bool, has_tools: bool, **options) -> Iterator[dict]:
+    """Yield the chunks of ``chunks`` with text tool calls recovered (see ``ChunkRecovery``).
+
+    Arguments are checked at the call; chunks as they come. Closing the returned iterator
+    closes ``chunks`` when it has a ``close()``.
+    """
+    machine = ChunkRecovery(native=native, has_tools=has_tools, **options)
+    try:
+        it = iter(chunks)
+    except TypeError:
+        raise TypeError(f"chunks must be an iterable of dicts, not {type(chunks).__name__}") from None
+    if not has_tools:
+        return it
+    return _recover(it, machine)
+
+
+def _recover(it: Iterator, machine: ChunkRecovery) -> Iterator[dict]:
+    push = machine.push
+    try:
+        for chunk in it:
+            out = push(chunk)
+            if len(out) == 1:
+                yield out[0]
+            else:
+                yield from out
+        yield from machine.close()
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+
+
+def arecover_stream(chunks: AsyncIterable[dict], *, native: bool, has_tools: bool, **options) -> AsyncIterator[dict]:
+    """``recover_stream`` over an async iterable; closing the result ``aclose()``-s ``chunks``."""
+    machine = ChunkRecovery(native=native, has_tools=has_tools, **options)
+    try:
+        it = aiter(chunks)
+    except TypeError:
+        raise TypeError(f"chunks must be an async iterable of dicts, not {type(chunks).__name__}") from None
+    if not has_tools:
+        return it
+    return _arecover(it, machine)
+
+
+async def _arecover(it: AsyncIterator, machine: ChunkRecovery) -> AsyncIterator[dict]:
+    try:
+        async for chunk in it:
+            for out in machine.push(chunk):
+                yield out
+        for out in machine.close():
+            yield out
+    finally:
+        aclose = getattr(it, "aclose", None)
+        if aclose is not None:
+            await aclose()
