@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import signal
@@ -39,8 +40,15 @@ HOP_BY_HOP = frozenset(
 )
 # Not forwarded upstream either: aiohttp writes Host for the upstream; Expect was answered here.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "expect"}
-# Where a handler notes the status it started to send (for the log line of a cancelled request).
-_STATUS = "textcalls.status"
+# Where a handler notes the status it started to send (for the log line of a cancelled request):
+# a typed request key where aiohttp has them (3.12+), a string before.
+_STATUS_NAME = "textcalls.status"
+
+
+@functools.lru_cache(maxsize=1)
+def _status_key():
+    web = _aiohttp()[1]
+    return web.RequestKey(_STATUS_NAME, int) if hasattr(web, "RequestKey") else _STATUS_NAME
 # Headers aiohttp would add to the upstream request when the client did not send them.
 _NO_AUTO_HEADERS = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
 
@@ -122,7 +130,7 @@ class _Proxy:
             status, how = e.status, e.reason
             raise
         except asyncio.CancelledError:
-            status, how = request.get(_STATUS, "-"), "client gone"
+            status, how = request.get(_status_key(), "-"), "client gone"
             raise
         finally:
             log.info("%s %s %s %s %.1fms", request.method, request.path_qs, status, how,
@@ -194,7 +202,7 @@ class _Proxy:
         connection is then closed, so the client sees a truncated answer, not a complete one).
         """
         try:
-            request[_STATUS] = response.status
+            request[_status_key()] = response.status
             await response.prepare(request)
             for data in held:
                 await response.write(data)
