@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import signal
@@ -40,15 +39,7 @@ HOP_BY_HOP = frozenset(
 )
 # Not forwarded upstream either: aiohttp writes Host for the upstream; Expect was answered here.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "expect"}
-# Where a handler notes the status it started to send (for the log line of a cancelled request):
-# a typed request key where aiohttp has them (3.12+), a string before.
-_STATUS_NAME = "textcalls.status"
 
-
-@functools.lru_cache(maxsize=1)
-def _status_key():
-    web = _aiohttp()[1]
-    return web.RequestKey(_STATUS_NAME, int) if hasattr(web, "RequestKey") else _STATUS_NAME
 # Headers aiohttp would add to the upstream request when the client did not send them.
 _NO_AUTO_HEADERS = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
 
@@ -111,6 +102,7 @@ class _Proxy:
         self.upstream = upstream
         self.native = native
         self.session = None
+        self.sending: dict = {}  # id(request) -> the status its response started with (for the log line)
 
     async def session_context(self, app):
         aiohttp = self.aiohttp
@@ -130,9 +122,10 @@ class _Proxy:
             status, how = e.status, e.reason
             raise
         except asyncio.CancelledError:
-            status, how = request.get(_status_key(), "-"), "client gone"
+            status, how = self.sending.get(id(request), "-"), "client gone"
             raise
         finally:
+            self.sending.pop(id(request), None)
             log.info("%s %s %s %s %.1fms", request.method, request.path_qs, status, how,
                      (time.perf_counter() - started) * 1000)
 
@@ -202,7 +195,7 @@ class _Proxy:
         connection is then closed, so the client sees a truncated answer, not a complete one).
         """
         try:
-            request[_status_key()] = response.status
+            self.sending[id(request)] = response.status
             await response.prepare(request)
             for data in held:
                 await response.write(data)
