@@ -80,6 +80,21 @@ cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize
     return -1
 
 
+cdef Py_ssize_t _line_after(Py_ssize_t line, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
+    """The line state after text[start:end], from ``line`` before it: how many spaces (0-3) the current
+    line has had and nothing else, or -1. Only the end of the text is read."""
+    cdef Py_ssize_t spaces = 0, k
+    cdef Py_UCS4 c
+    for k in range(end - 1, start - 1, -1):
+        c = PyUnicode_READ(kind, d, k)
+        if c == 0x0A:
+            return spaces
+        if c != 0x20 or spaces == 3:
+            return -1
+        spaces += 1
+    return line + spaces if 0 <= line and line + spaces <= 3 else -1
+
+
 cdef bint _all_ws(str text):
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
@@ -375,14 +390,18 @@ cdef class StreamScrubber:
     cdef list _reasoning_out  # reasoning text not yet taken
     cdef list _deferred       # in reasoning: blocks (and the text after them) until the span is known closed
     cdef Py_ssize_t _deferred_len
+    cdef bint _fences         # markup inside a markdown code fence (in content) is text
+    cdef bint _fence          # inside a fence
+    cdef Py_ssize_t _line     # the current content line's leading spaces (0-3) if it has had nothing else, else -1
     cdef int _whole           # whole-message formats: 1 = only whitespace so far, 2 = holding a possible call
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
     cdef object _memo_s       # the buffer _next_at speaks of
-    cdef Py_ssize_t _next_at[8]  # per first character: its next index in _memo_s at or after the search (-1: none)
+    cdef Py_ssize_t _next_at[8]
+    cdef Py_ssize_t _next_tick  # the same for '`' (code fences)  # per first character: its next index in _memo_s at or after the search (-1: none)
 
     def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
-                 calls_in_reasoning="ignore"):
+                 calls_in_reasoning="ignore", code_fences=True):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
@@ -391,6 +410,8 @@ cdef class StreamScrubber:
             raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
         if calls_in_reasoning not in CALLS_IN_REASONING:
             raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
+        if not isinstance(code_fences, bool):
+            raise TypeError(f"code_fences must be a bool, not {type(code_fences).__name__}")
         self._spec = _cspec(table_for(formats))
         self._ctx = _NO_TOOLS if tools is None else Context(tools)
         self._unknown = unknown_tools
@@ -412,6 +433,9 @@ cdef class StreamScrubber:
         self._reasoning_out = []
         self._deferred = None
         self._deferred_len = 0
+        self._fences = code_fences
+        self._fence = False
+        self._line = 0
 
     def take_reasoning(self):
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
@@ -423,6 +447,8 @@ cdef class StreamScrubber:
     def feed(self, delta):
         """Take the next delta; return the text that can be shown now."""
         cdef Py_ssize_t n
+        cdef int kind
+        cdef const void* data
         if not isinstance(delta, str):
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
@@ -431,9 +457,13 @@ cdef class StreamScrubber:
             return self._feed_whole(delta)
         if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 and not self._reasoning:
             n = PyUnicode_GET_LENGTH(delta)
-            if self._spec.find_first(PyUnicode_KIND(delta), PyUnicode_DATA(delta), 0, n) < 0:
+            kind = PyUnicode_KIND(delta)
+            data = PyUnicode_DATA(delta)
+            if self._spec.find_first(kind, data, 0, n) < 0 and not (self._fences and _find(kind, data, 0, n, 0x60) >= 0):
                 if self._after >= 0 and not _all_ws(delta):
                     self._after = -1
+                if self._fences:
+                    self._line = _line_after(self._line, kind, data, 0, n)
                 self._pos += n
                 return delta
         return self._run(self._held + delta, False)
@@ -476,9 +506,11 @@ cdef class StreamScrubber:
         return self.feed(text)
 
     cdef inline int _emit(self, list out, str text) except -1:
-        if PyUnicode_GET_LENGTH(text):
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        if n:
             if not self._reasoning:
                 out.append(text)
+                self._line = _line_after(self._line, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, n)
             elif self._deferred is None:
                 self._reasoning_out.append(text)
             else:
@@ -565,15 +597,39 @@ cdef class StreamScrubber:
         cdef Cand cand
         if s is not self._memo_s:  # the per-character search positions belong to one buffer
             self._memo_s = s
+            self._next_tick = -2
             for f in range(self._spec.n_first):
                 next_at[f] = -2  # not looked for yet
+        cdef bint fences
+        cdef Py_ssize_t j
         while True:
+            fences = self._fences and not self._reasoning
             i = -1
-            for f in range(self._spec.n_first):  # each character's search only moves forward: linear
-                if next_at[f] == -2 or (next_at[f] >= 0 and next_at[f] < search):
-                    next_at[f] = self._spec.find_char(kind, d, search, n, f)
-                if next_at[f] >= 0 and (i < 0 or next_at[f] < i):
-                    i = next_at[f]
+            if not (fences and self._fence):  # inside a code fence only its end matters
+                for f in range(self._spec.n_first):  # each character's search only moves forward: linear
+                    if next_at[f] == -2 or (next_at[f] >= 0 and next_at[f] < search):
+                        next_at[f] = self._spec.find_char(kind, d, search, n, f)
+                    if next_at[f] >= 0 and (i < 0 or next_at[f] < i):
+                        i = next_at[f]
+            if fences:
+                if self._next_tick == -2 or (self._next_tick >= 0 and self._next_tick < search):
+                    self._next_tick = _find(kind, d, search, n, 0x60)
+                if self._next_tick >= 0 and (i < 0 or self._next_tick < i):
+                    i = self._next_tick
+            if i >= 0 and PyUnicode_READ(kind, d, i) == 0x60:  # '`'
+                j = i
+                while j < n and PyUnicode_READ(kind, d, j) == 0x60:
+                    j += 1
+                if _line_after(self._line, kind, d, p, i) >= 0:  # at the start of a line (up to 3 spaces)
+                    if j - i >= 3:
+                        self._fence = not self._fence  # a fence opens or closes; the backticks stay
+                    elif j == n and not final:
+                        self._emit(out, s[p:i])  # a run that may still become a fence
+                        self._held = s[i:]
+                        self._pos = base + i
+                        return -1
+                search = j
+                continue
             if i < 0:
                 self._emit(out, s[p:])
                 self._held = ""
@@ -592,6 +648,7 @@ cdef class StreamScrubber:
                 self._emit(out, s[p:i])
                 self.removed += 1
                 self._after = -1
+                self._line = -1
                 if self._spec.entries[a].reasoning < 0 and self._deferred is not None:
                     self._resolve(False)  # the span closed: its calls were rehearsals
                 if self._spec.entries[a].reasoning:
@@ -651,7 +708,7 @@ cdef class StreamScrubber:
                         m = j
                         while m < n and _ws(PyUnicode_READ(kind, d, m)):
                             m += 1
-                        if m < n:
+                        if m < n and m - j <= self.max_block:  # (where the lexer would get before its cap)
                             f = <int>PyUnicode_READ(kind, d, m)
                             if f < 128 and not spec.first[f] and not spec.starts[en.k * 128 + f]:
                                 a[0] = m
@@ -752,6 +809,7 @@ cdef class StreamScrubber:
             self.calls.extend(calls)
             self.removed += 1
             self._after = self._spec.block_dialect[self._k]
+            self._line = -1
         self._opener = None
         return 0
 

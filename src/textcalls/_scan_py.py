@@ -128,6 +128,20 @@ def _opener_at(spec: _Spec, s: str, i: int, final: bool, own=None) -> int:
     return -1 if undecided and not final else 0
 
 
+def _line_after(line: int, text: str) -> int:
+    """The line state after ``text``, from ``line`` before it: how many spaces (0-3) the current line
+    has had and nothing else, or -1. Only the end of ``text`` is read."""
+    spaces = 0
+    for k in range(len(text) - 1, -1, -1):
+        c = text[k]
+        if c == "\n":
+            return spaces
+        if c != " " or spaces == 3:
+            return -1
+        spaces += 1
+    return line + spaces if 0 <= line and line + spaces <= 3 else -1
+
+
 def _all_ws(text: str) -> bool:
     return not text.strip(WHITESPACE)
 
@@ -146,11 +160,11 @@ class StreamScrubber:
         "calls", "removed", "max_block", "_spec", "_ctx", "_unknown", "_held", "_closed", "_pos", "_after",
         "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
         "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len",
-        "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len",
+        "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len", "_fences", "_fence", "_line",
     )
 
     def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text",
-                 calls_in_reasoning: str = "ignore"):
+                 calls_in_reasoning: str = "ignore", code_fences: bool = True):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
@@ -159,6 +173,8 @@ class StreamScrubber:
             raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
         if calls_in_reasoning not in CALLS_IN_REASONING:
             raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
+        if not isinstance(code_fences, bool):
+            raise TypeError(f"code_fences must be a bool, not {type(code_fences).__name__}")
         self._spec = _spec(table_for(formats))
         self._ctx = _NO_TOOLS if tools is None else Context(tools)
         self._unknown = unknown_tools
@@ -192,6 +208,9 @@ class StreamScrubber:
         self._reasoning_out: list = []  # reasoning text not yet taken
         self._deferred = None  # in reasoning: blocks (and the text after them) until the span is known closed
         self._deferred_len = 0
+        self._fences = code_fences  # markup inside a markdown code fence (in content) is text
+        self._fence = False  # inside a fence
+        self._line = 0  # the current content line's leading spaces (0-3) if it has had nothing else, else -1
 
     def take_reasoning(self) -> str:
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
@@ -209,9 +228,11 @@ class StreamScrubber:
             return self._feed_whole(delta)
         if not self._held and self._opener is None and not self._reasoning and not any(
             c in delta for c in self._spec.first_chars
-        ):
+        ) and not (self._fences and "`" in delta):
             if self._after is not None and not _all_ws(delta):
                 self._after = None
+            if self._fences:
+                self._line = _line_after(self._line, delta)
             self._pos += len(delta)
             return delta
         return self._run(self._held + delta, False)
@@ -258,6 +279,7 @@ class StreamScrubber:
         if text:
             if not self._reasoning:
                 out.append(text)
+                self._line = _line_after(self._line, text)
             elif self._deferred is None:
                 self._reasoning_out.append(text)
             else:
@@ -332,7 +354,24 @@ class StreamScrubber:
         n = len(s)
         search = p
         while True:
-            i = _find_first(self._spec.first_chars, s, search, n)
+            fences = self._fences and not self._reasoning
+            if fences and self._fence:  # inside a code fence only its end matters
+                i = s.find("`", search)
+            else:
+                i = _find_first(self._spec.first_chars + ("`",) if fences else self._spec.first_chars, s, search, n)
+            if i >= 0 and s[i] == "`":
+                j = i
+                while j < n and s[j] == "`":
+                    j += 1
+                if _line_after(self._line, s[p:i]) >= 0:  # at the start of a line (up to 3 spaces)
+                    if j - i >= 3:
+                        self._fence = not self._fence  # a fence opens or closes; the backticks stay
+                    elif j == n and not final:
+                        self._emit(out, s[p:i])  # a run that may still become a fence
+                        self._held, self._pos = s[i:], base + i
+                        return -1
+                search = j
+                continue
             if i < 0:
                 self._emit(out, s[p:])
                 self._held, self._pos = "", base + n
@@ -349,6 +388,7 @@ class StreamScrubber:
                 self._emit(out, s[p:i])
                 self.removed += 1
                 self._after = None
+                self._line = -1
                 switch = self._spec.table.markers[a].reasoning
                 if switch < 0 and self._deferred is not None:
                     self._resolve(False)  # the span closed: its calls were rehearsals
@@ -461,6 +501,7 @@ class StreamScrubber:
             self.calls.extend(calls)
             self.removed += 1
             self._after = block.dialect
+            self._line = -1
         self._opener = None
 
     def _lex(self, s: str, p: int, final: bool):

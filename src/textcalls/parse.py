@@ -35,6 +35,7 @@ def parse(
     tools=None,
     unknown_tools: str = "keep_text",
     calls_in_reasoning: str = "ignore",
+    code_fences: bool = True,
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -45,12 +46,13 @@ def parse(
     kept as text (``unknown_tools="keep_text"``), removed (``"drop"``) or accepted (``"accept"``).
     A call inside a ``<think>`` span that closes is a rehearsal: it stays in the reasoning text
     (``calls_in_reasoning="ignore"``) unless ``"extract"``; in a span never closed it is a call.
+    Markup inside a markdown code fence in the content is text (``code_fences=False``: not so).
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
     scrubber = _scan.impl.StreamScrubber(
         max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
-        calls_in_reasoning=calls_in_reasoning,
+        calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
     )
     content = scrubber.feed(text) + scrubber.flush()
     return Parsed(content.strip(), scrubber.calls, scrubber.removed, scrubber.take_reasoning().strip())
