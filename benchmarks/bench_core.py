@@ -16,6 +16,7 @@ IMPLS = {"c": _scan_c, "py": _scan_py}
 
 ratio("feed per prose delta (Cython) / list.append", "stream-prose-c", "append-prose", "target <= 1.5")
 ratio("feed per prose delta (Cython) / `'<' in delta`", "stream-prose-c", "contains-prose")
+ratio("feed per prose delta (Cython), code_fences=False / list.append", "nofence-stream-prose-c", "append-prose")
 ratio("parse prose (Cython) / str.find('<')", "parse-prose-c", "find-prose", "target <= 3")
 for corpus in CORPORA:
     ratio(f"stream {corpus}: twin / Cython", f"stream-{corpus}-py", f"stream-{corpus}-c",
@@ -33,8 +34,8 @@ for corpus in CORPORA:
 CORE = ("hermes", "deepseek")
 
 
-def _stream(mod, deltas, formats=None):
-    feed = mod.StreamScrubber(formats=formats).feed
+def _stream(mod, deltas, formats=None, **options):
+    feed = mod.StreamScrubber(formats=formats, **options).feed
     for d in deltas:
         feed(d)
 
@@ -96,3 +97,7 @@ def test_core_only_stream(bench, corpus):
 def test_core_only_parse(bench, monkeypatch, corpus):
     monkeypatch.setattr(_scan, "impl", _scan_c)
     bench(f"core-parse-{corpus}-c", lambda text: parse(text, formats=CORE), CORPORA[corpus])
+
+
+def test_stream_prose_without_fences(bench):
+    bench("nofence-stream-prose-c", _stream, _scan_c, DELTAS["prose"], None, code_fences=False)
