@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from textcalls import _scan_py
 
 from .conftest import IMPLS
+from .streams import feed_in_pieces
 
 P = "Paris"
 WEATHER = {"city": P}
@@ -158,16 +159,6 @@ def test_unknown_tools_must_be_a_policy(impl, tc):
         tc.parse("x", tools={"type": "function"})
 
 
-def _run(mod, text, cuts):
-    s = mod.StreamScrubber()
-    outs, prev = [], 0
-    for c in cuts + [len(text)]:
-        outs.append(s.feed(text[prev:c]))
-        prev = c
-    outs.append(s.flush())
-    return "".join(outs), [(c.name, c.arguments) for c in s.calls], s.removed
-
-
 ALL_TEXT = st.lists(st.sampled_from([c[1] for c in CASES] + NEGATIVE + [" and ", "\n"]), min_size=1, max_size=4).map(
     "".join)
 
@@ -177,7 +168,7 @@ ALL_TEXT = st.lists(st.sampled_from([c[1] for c in CASES] + NEGATIVE + [" and ",
 @given(data=st.data(), text=ALL_TEXT)
 def test_any_split_of_dialect_text_equals_the_whole(mod, data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20).map(sorted))
-    assert _run(mod, text, cuts) == _run(mod, text, [])
+    assert feed_in_pieces(mod, text, cuts) == feed_in_pieces(mod, text, [])
 
 
 @pytest.mark.skipif(IMPLS[0].id != "c", reason="the Cython extension is disabled")
@@ -185,7 +176,7 @@ def test_any_split_of_dialect_text_equals_the_whole(mod, data, text):
 @given(data=st.data(), text=ALL_TEXT)
 def test_twin_agrees_on_dialect_text(data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20).map(sorted))
-    assert _run(IMPLS[0].values[0], text, cuts) == _run(_scan_py, text, cuts)
+    assert feed_in_pieces(IMPLS[0].values[0], text, cuts) == feed_in_pieces(_scan_py, text, cuts)
 
 
 WITH_WHOLE = [name for name, on in __import__("textcalls").DIALECTS.items() if on] + ["json_message", "pythonic_message"]
@@ -225,14 +216,5 @@ WHOLE_TEXT = st.sampled_from([
 @given(data=st.data(), text=WHOLE_TEXT, max_block=st.sampled_from([5, 40, 1 << 20]))
 def test_any_split_with_whole_message_formats(mod, data, text, max_block):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
-
-    def run(cuts):
-        s = mod.StreamScrubber(formats=WITH_WHOLE, max_block=max_block)
-        outs, prev = [], 0
-        for c in cuts + [len(text)]:
-            outs.append(s.feed(text[prev:c]))
-            prev = c
-        outs.append(s.flush())
-        return "".join(outs), [(c.name, c.arguments) for c in s.calls], s.removed
-
-    assert run(cuts) == run([])
+    options = {"formats": WITH_WHOLE, "max_block": max_block}
+    assert feed_in_pieces(mod, text, cuts, **options) == feed_in_pieces(mod, text, [], **options)

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from .conftest import IMPLS
+from .streams import feed_in_pieces
 
 CALL = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
 
@@ -54,14 +55,4 @@ TEXTS = st.lists(st.sampled_from(["```", "`", "``", "\n", "   ", "    ", "x", CA
 @given(data=st.data(), text=TEXTS)
 def test_any_split_gives_the_same_fenced_result(mod, data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
-
-    def run(cuts):
-        s = mod.StreamScrubber()
-        outs, prev = [], 0
-        for c in cuts + [len(text)]:
-            outs.append(s.feed(text[prev:c]))
-            prev = c
-        outs.append(s.flush())
-        return "".join(outs), [(c.name, c.arguments) for c in s.calls], s.removed
-
-    assert run(cuts) == run([])
+    assert feed_in_pieces(mod, text, cuts) == feed_in_pieces(mod, text, [])

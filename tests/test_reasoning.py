@@ -1,12 +1,12 @@
 """<think> spans: reasoning apart from content, and calls written while reasoning, on both implementations."""
 
-import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from .conftest import IMPLS
+from .streams import feed_in_pieces
 
 CALL = '<tool_call>{"name": "lookup", "arguments": {"q": 1}}</tool_call>'
 
@@ -100,16 +100,5 @@ TEXTS = st.lists(st.sampled_from(
 @given(data=st.data(), text=TEXTS, max_block=st.sampled_from([30, 1 << 20]))
 def test_any_split_gives_the_same_reasoning_content_and_calls(mod, policy, data, text, max_block):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
-
-    def run(cuts):
-        s = mod.StreamScrubber(calls_in_reasoning=policy, max_block=max_block)
-        outs, thoughts, prev = [], [], 0
-        for c in cuts + [len(text)]:
-            outs.append(s.feed(text[prev:c]))
-            thoughts.append(s.take_reasoning())
-            prev = c
-        outs.append(s.flush())
-        thoughts.append(s.take_reasoning())
-        return "".join(outs), "".join(thoughts), [(c.name, json.loads(c.arguments)) for c in s.calls], s.removed
-
-    assert run(cuts) == run([])
+    options = {"calls_in_reasoning": policy, "max_block": max_block}
+    assert feed_in_pieces(mod, text, cuts, **options) == feed_in_pieces(mod, text, [], **options)

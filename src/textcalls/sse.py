@@ -329,13 +329,13 @@ class SSERecovery:
 
 
 def recover_sse(
-    chunks: Iterable, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT
+    chunks: Iterable, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT, **options
 ) -> Iterator[bytes]:
     """Yield the recovered bytes of an iterable of upstream byte chunks (empty results skipped).
 
     Closing the returned iterator closes ``chunks`` when it has a ``close()``.
     """
-    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event)
+    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options)
     try:
         it = iter(chunks)
     except TypeError:
@@ -359,10 +359,10 @@ def _recover(it: Iterator, recovery: SSERecovery) -> Iterator[bytes]:
 
 
 def arecover_sse(
-    chunks: AsyncIterable, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT
+    chunks: AsyncIterable, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT, **options
 ) -> AsyncIterator[bytes]:
     """``recover_sse`` over an async iterable; closing the result ``aclose()``-s ``chunks``."""
-    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event)
+    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options)
     try:
         it = aiter(chunks)
     except TypeError:
