@@ -116,6 +116,7 @@ ctypedef struct Entry:
     bint delim[128]     # blocks with tag: the characters that may follow the literal
     bint before         # markers: before an opener of `dialect` (else after the end of one of its blocks)
     int reasoning       # markers: 1 opens a reasoning span, -1 closes one, 0 neither
+    bint always         # markers: markup wherever it stands
     int dialect
 
 
@@ -189,6 +190,7 @@ cdef class _CSpec:
                 en.delim[c] = en.tag and chr(c) in obj.delimiters
             en.before = (not is_block) and obj.before
             en.reasoning = 0 if is_block else obj.reasoning
+            en.always = (not is_block) and obj.always
             en.dialect = self.dialects.index(obj.dialect)
             if not self.first[ord(text[0])]:
                 if self.n_first == 8:
@@ -649,10 +651,12 @@ cdef class StreamScrubber:
                 self.removed += 1
                 self._after = -1
                 self._line = -1
-                if self._spec.entries[a].reasoning < 0 and self._deferred is not None:
-                    self._resolve(False)  # the span closed: its calls were rehearsals
-                if self._spec.entries[a].reasoning:
-                    self._reasoning = self._spec.entries[a].reasoning > 0
+                if self._spec.entries[a].reasoning < 0 and self._reasoning:
+                    if self._deferred is not None:
+                        self._resolve(False)  # the span closed: its calls were rehearsals
+                    self._reasoning = False
+                elif self._spec.entries[a].reasoning > 0:
+                    self._reasoning = True
                 p = search = b
                 continue
             # a block of kind a, body from b; one opening where a failed block was scanned is prose
@@ -745,8 +749,8 @@ cdef class StreamScrubber:
                 if wend < j + C_ATTR_MAX and not final:
                     return C_HOLD
                 continue
-            if en.reasoning:
-                if (en.reasoning > 0) != self._reasoning:
+            if en.reasoning or en.always:
+                if en.always or (en.reasoning > 0) != self._reasoning:
                     a[0] = e
                     b[0] = j
                     return C_MARKER

@@ -390,10 +390,12 @@ class StreamScrubber:
                 self._after = None
                 self._line = -1
                 switch = self._spec.table.markers[a].reasoning
-                if switch < 0 and self._deferred is not None:
-                    self._resolve(False)  # the span closed: its calls were rehearsals
-                if switch:
-                    self._reasoning = switch > 0
+                if switch < 0 and self._reasoning:
+                    if self._deferred is not None:
+                        self._resolve(False)  # the span closed: its calls were rehearsals
+                    self._reasoning = False
+                elif switch > 0:
+                    self._reasoning = True
                 p = search = b
                 continue
             # a block of kind a, body from b; one opening where a failed block was scanned is prose
@@ -449,9 +451,11 @@ class StreamScrubber:
                 continue
             marker = spec.table.markers[k]
             if marker.reasoning:
-                if (marker.reasoning > 0) != self._reasoning:
+                if (marker.reasoning > 0) != self._reasoning or marker.always:
                     return ("marker", k, j)
                 continue
+            if marker.always:
+                return ("marker", k, j)
             if marker.before:
                 m = j
                 while m < n and m - j < SECTION_GAP_MAX and s[m] in WHITESPACE:

@@ -53,12 +53,15 @@ class Marker:
 
     ``reasoning=1``: instead, the literal opens a reasoning span (where the text is not content); ``-1``:
     it closes one. Each is markup only where it switches: an opener in content, a closer in reasoning.
+    ``always``: markup wherever it stands (special tokens no prose contains); with ``reasoning``, it is
+    removed where it does not switch.
     """
 
     dialect: str
     literal: str
     before: bool = False
     reasoning: int = 0
+    always: bool = False
 
 
 HERMES = "hermes"
@@ -106,6 +109,7 @@ DIALECTS: dict[str, bool] = {
     "longcat": True,
     "apertus": True,
     "wrappers": True,      # <tools>, <tool>, <response>, <json>, <JSON>, <xml>, <function_call> around a call
+    "harmony": True,       # gpt-oss Harmony written as text: commentary calls, analysis = reasoning, final = content
     "json_message": False,      # the whole message is a call object / array of them (Llama 3.x)
     "pythonic_message": False,  # the whole message is a pythonic call list [f(a=1), g()]
 }
@@ -140,6 +144,10 @@ BLOCKS: tuple[Block, ...] = (
           starts="{<"),
     Block("longcat", "<longcat_tool_call>", "</longcat_tool_call>", "hermes"),
     Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
+    # Harmony: <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{ARGS}<|call|>, or the
+    # recipient first: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{ARGS}<|call|>
+    Block("harmony", "<|channel|>commentary", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
+    Block("harmony", "<|start|>assistant", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
 ) + tuple(
     Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS
 )
@@ -158,6 +166,12 @@ MARKERS: tuple[Marker, ...] = (
     Marker("kimi_k2", "<|tool_call_section_end|>", before=False),
     Marker("step3", f"<{_BAR}tool_calls_begin{_BAR}>", before=True),
     Marker("step3", f"<{_BAR}tool_calls_end{_BAR}>", before=False),
+    Marker("harmony", "<|channel|>analysis<|message|>", reasoning=1, always=True),
+    Marker("harmony", "<|end|>", reasoning=-1, always=True),
+    Marker("harmony", "<|start|>assistant", always=True),
+    Marker("harmony", "<|channel|>final<|message|>", always=True),
+    Marker("harmony", "<|channel|>commentary<|message|>", always=True),
+    Marker("harmony", "<|return|>", always=True),
     Marker("llama3", "<|eom_id|>", before=False),
     Marker("llama3", "<|eot_id|>", before=False),
 )

@@ -15,6 +15,7 @@ import re
 from ..bodies import call_from_block
 from ..markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from ..toolcall import ToolCall
+from . import harmony as _harmony
 from . import jsonlike, pythonic, xml
 from .context import Context
 
@@ -106,4 +107,5 @@ GRAMMARS = {
     "wrapped_call": jsonlike.wrapped_call,
     "pythonic_list": pythonic.pythonic_list,
     "pythonic_lines": pythonic.pythonic_lines,
+    "harmony": _harmony.harmony,
 }
