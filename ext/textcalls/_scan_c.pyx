@@ -95,6 +95,11 @@ cdef Py_ssize_t _line_after(Py_ssize_t line, int kind, const void* d, Py_ssize_t
     return line + spaces if 0 <= line and line + spaces <= 3 else -1
 
 
+cdef inline int _triple(Py_UCS4 a, Py_UCS4 b, Py_UCS4 c) noexcept nogil:
+    """A 12-bit hash of a literal's first three characters."""
+    return <int>(((<unsigned int>a * 961u) + (<unsigned int>b * 31u) + <unsigned int>c) & 4095u)
+
+
 cdef bint _all_ws(str text):
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
@@ -139,6 +144,7 @@ cdef class _CSpec:
     cdef Py_UCS4 first_chars[8]
     cdef bint pair[128][128]    # some literal starts with these two (ASCII) characters
     cdef bint pair_wide[128]    # some literal starts with this character and a non-ASCII one
+    cdef bint triple[4096]      # some literal starts with three characters of this hash (_triple)
     cdef int first_lo[128]      # entries [first_lo, first_hi) start with this character
     cdef int first_hi[128]
     cdef int n_first
@@ -170,6 +176,8 @@ cdef class _CSpec:
             self.pair_wide[c] = False
             for e in range(128):
                 self.pair[c][e] = False
+        for e in range(4096):
+            self.triple[e] = False
         e = 0
         self.n_first = 0
         self.longest = 1
@@ -201,6 +209,10 @@ cdef class _CSpec:
                 self.n_first += 1
             if en.strong:
                 self.strong_first[ord(text[0])] = True
+            self.triple[_triple(ord(text[0]), ord(text[1]), ord(text[2]) if len(text) > 2 else 0)] = True
+            if len(text) == 2:  # a 2-character literal: any third character may follow
+                for c in range(4096):
+                    self.triple[c] = True
             if ord(text[1]) < 128:
                 self.pair[ord(text[0])][ord(text[1])] = True
             else:
@@ -683,6 +695,8 @@ cdef class StreamScrubber:
         cdef int lo = spec.first_lo[c], hi = spec.first_hi[c]
         cdef Py_UCS4 c2
         a[0] = i + 1
+        if i + 2 < n and not spec.triple[_triple(c, PyUnicode_READ(kind, d, i + 1), PyUnicode_READ(kind, d, i + 2))]:
+            return C_PROSE  # no literal starts with these three characters (most HTML tags)
         if i + 1 < n:  # second-character dispatch: only the entries that share the first two
             c2 = PyUnicode_READ(kind, d, i + 1)
             if not (spec.pair_wide[c] if c2 >= 128 else spec.pair[c][c2]):
