@@ -100,4 +100,4 @@ def test_core_only_parse(bench, monkeypatch, corpus):
 
 
 def test_stream_prose_without_fences(bench):
-    bench("nofence-stream-prose-c", _stream, _scan_c, DELTAS["prose"], None, code_fences=False)
+    bench("nofence-stream-prose-c", lambda deltas: _stream(_scan_c, deltas, code_fences=False), DELTAS["prose"])
