@@ -102,3 +102,13 @@ def test_any_split_gives_the_same_reasoning_content_and_calls(mod, policy, data,
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
     options = {"calls_in_reasoning": policy, "max_block": max_block}
     assert feed_in_pieces(mod, text, cuts, **options) == feed_in_pieces(mod, text, [], **options)
+
+
+def test_gemma4_thought_channel_is_reasoning(impl, tc):
+    text = ("<|channel>thought\nThe user wants the weather.<channel|>"
+            '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>')
+    parsed = tc.parse(text)
+    assert parsed.reasoning == "The user wants the weather."
+    assert [c.name for c in parsed.calls] == ["get_weather"] and parsed.content == ""
+    empty = tc.parse("<|channel>thought\n<channel|>Hello")
+    assert empty.content == "Hello" and empty.reasoning == ""

@@ -166,6 +166,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("kimi_k2", "<|tool_call_section_end|>", before=False),
     Marker("step3", f"<{_BAR}tool_calls_begin{_BAR}>", before=True),
     Marker("step3", f"<{_BAR}tool_calls_end{_BAR}>", before=False),
+    Marker("gemma4", "<|channel>thought", reasoning=1, always=True),  # Gemma 4's thought channel
+    Marker("gemma4", "<channel|>", reasoning=-1, always=True),
     Marker("harmony", "<|channel|>analysis<|message|>", reasoning=1, always=True),
     Marker("harmony", "<|end|>", reasoning=-1, always=True),
     Marker("harmony", "<|start|>assistant", always=True),
