@@ -128,3 +128,15 @@ def test_response_without_choices_passes(impl, tc):
 def test_recover_response_names_bad_shapes(impl, tc, response, where):
     with pytest.raises(TypeError, match=where):
         tc.recover_response(response, native=False, has_tools=True)
+
+
+def test_think_text_goes_to_reasoning_content(impl, tc):
+    out = tc.recover_response(completion({"content": "<think>plan it</think>" + CALL_TEXT}),
+                              native=False, has_tools=True)
+    message = out["choices"][0]["message"]
+    assert message["reasoning_content"] == "plan it"
+    assert message["content"] == "Let me look."
+    out = tc.recover_response(completion({"content": "<think>more</think>ok", "reasoning_content": "first"}),
+                              native=False, has_tools=True)
+    assert out["choices"][0]["message"]["reasoning_content"] == "first\nmore"
+    assert out["choices"][0]["message"]["content"] == "ok"

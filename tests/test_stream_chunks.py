@@ -476,3 +476,34 @@ def test_any_split_matches_parse(impl, case, max_block, formats, finish, native)
         assert finishes(out) == ["tool_calls" if expected.calls else "stop"]
     if not expected.removed and not expected.calls:
         assert "".join(pieces) == content(out)
+
+
+# --- reasoning moved out of the content ----------------------------------------------------------
+
+
+def reasoning(chunks, index=0):
+    return "".join(d.get("reasoning_content") or "" for d in deltas(chunks, index))
+
+
+@pytest.mark.parametrize("pieces", [
+    ["<think>Let me", " check.</think>", "Sure. ", BLOCK_F],
+    ["<thi", "nk>Let me check.</th", "ink>Sure. " + BLOCK_F[:9], BLOCK_F[9:]],
+])
+def test_think_text_becomes_reasoning_content(impl, pieces):
+    out = run([ch(p) for p in pieces] + [ch(finish="stop")])
+    assert reasoning(out) == "Let me check."
+    assert content(out) == "Sure. "
+    assert [c[1] for c in calls(out)] == ["f"]
+    assert finishes(out) == ["tool_calls"]
+
+
+def test_reasoning_held_after_a_rehearsed_call_comes_out_at_the_end(impl):
+    # the span never closes: its call is extracted, the text after it goes out with the finish
+    out = run([ch("<think>maybe " + BLOCK_F), ch(" then"), ch(finish="stop")])
+    assert reasoning(out) == "maybe  then"
+    assert [c[1] for c in calls(out)] == ["f"] and content(out) == ""
+
+
+def test_reasoning_content_already_in_the_delta_is_kept_first(impl):
+    out = run([ch("<think>mine</think>x", reasoning_content="theirs "), ch(finish="stop")])
+    assert reasoning(out) == "theirs mine" and content(out) == "x"

@@ -26,8 +26,9 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, **options
 
     The gate is applied per choice with that choice's own ``tool_calls`` count. A choice changes
     only when markup was removed from its string ``content``: content becomes the cleaned text
-    (``None`` when empty), recovered calls are appended after its ``tool_calls`` and
-    ``finish_reason`` becomes ``"tool_calls"`` when any were recovered. The input is never
+    (``None`` when empty), reasoning it held (``<think>`` …) goes to ``reasoning_content``,
+    recovered calls are appended after its ``tool_calls`` and ``finish_reason`` becomes
+    ``"tool_calls"`` when any were recovered. The input is never
     mutated; when no choice changes, the very same object is returned. ``options`` are ``parse``'s
     (``formats``, ``tools``, ``unknown_tools``, ``max_block``).
     """
@@ -73,6 +74,8 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: dict
     if not parsed.removed:
         return None
     message = {**message, "content": parsed.content or None}
+    if parsed.reasoning:  # <think> text moved out of the content
+        message["reasoning_content"] = "\n".join(filter(None, [message.get("reasoning_content"), parsed.reasoning]))
     choice = {**choice, "message": message}
     if parsed.calls:
         message["tool_calls"] = list(structured) + [call.to_openai() for call in parsed.calls]

@@ -15,6 +15,9 @@ from .openai import should_recover
 
 __all__ = ["ChunkRecovery", "arecover_stream", "recover_stream"]
 
+#: Where reasoning moved out of the content goes, in deltas and messages (DeepSeek's and vLLM's name).
+REASONING_KEY = "reasoning_content"
+
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
@@ -121,9 +124,10 @@ class ChunkRecovery:
         for index in sorted(self._choices):
             state = self._choices[index]
             if state.active:
-                text, calls = self._flush(state)
-                if text:
-                    out.append(self._synthetic(self._template, index, {"content": text}))
+                text, calls, thought = self._flush(state)
+                said = _said(text, thought)
+                if said:
+                    out.append(self._synthetic(self._template, index, said))
                 if calls:
                     out.append(self._synthetic(self._template, index, {"tool_calls": calls}))
         self._choices.clear()
@@ -152,11 +156,13 @@ class ChunkRecovery:
 
         content = delta.get("content")
         text = content
+        thought = ""  # reasoning the scrubber moved out of the content (<think> spans)
         calls: list = []
         if isinstance(content, str) and content:
             scrubber = state.scrubber
             n = len(scrubber.calls)
             text = scrubber.feed(content)
+            thought = scrubber.take_reasoning()
             if not state.active and text != content:
                 self._mark(state)  # it holds text, or removed some
             if len(scrubber.calls) > n:
@@ -167,14 +173,15 @@ class ChunkRecovery:
             if not state.active:
                 return choice  # a settled choice has nothing held and nothing to change
             self.active -= 1
-            tail, more = self._flush(state)
+            tail, more, late = self._flush(state)
             calls += more
-            if tail or calls:  # held text and calls go before the finish chunk
-                if (text or "") + tail:
-                    before.append(self._synthetic(chunk, index, {"content": (text or "") + tail}))
+            if tail or calls or late:  # held text, reasoning and calls go before the finish chunk
+                said = _said((text or "") + tail, thought + late)
+                if said:
+                    before.append(self._synthetic(chunk, index, said))
                 if calls:
                     before.append(self._synthetic(chunk, index, {"tool_calls": calls}))
-                calls = []
+                calls, thought = [], ""
                 if "content" in delta:
                     new_delta = {k: v for k, v in (new_delta or delta).items() if k != "content"}
                 text = content
@@ -182,6 +189,9 @@ class ChunkRecovery:
             after.append(self._synthetic(chunk, index, {"tool_calls": calls}))
         if text != content:
             new_delta = {**(new_delta or delta), "content": text}
+        if thought:
+            base = new_delta or delta
+            new_delta = {**base, REASONING_KEY: (base.get(REASONING_KEY) or "") + thought}
         recovered = finish is not None and state.recovered
         if new_delta is None and not recovered:
             return choice
@@ -223,10 +233,11 @@ class ChunkRecovery:
         return entries
 
     def _flush(self, state: _Choice) -> tuple:
+        """(held text, calls, reasoning) at the end of a choice."""
         scrubber = state.scrubber
         n = len(scrubber.calls)
         tail = scrubber.flush()
-        return tail, self._emit(state, scrubber.calls[n:])
+        return tail, self._emit(state, scrubber.calls[n:]), scrubber.take_reasoning()
 
     @staticmethod
     def _synthetic(template: dict, index: int, delta: dict) -> dict:
@@ -236,6 +247,14 @@ class ChunkRecovery:
             chunk["usage"] = None
         chunk["choices"] = [{"index": index, "delta": delta, "logprobs": None, "finish_reason": None}]
         return chunk
+
+
+def _said(text: str, thought: str) -> dict:
+    """A delta with the reasoning, then the content, that are not empty."""
+    delta = {REASONING_KEY: thought} if thought else {}
+    if text:
+        delta["content"] = text
+    return delta
 
 
 def _says_nothing(choice: dict) -> bool:
