@@ -28,7 +28,10 @@ def _recover(text: str, *, native: bool, has_tools: bool) -> dict:
         if isinstance(obj, dict) and isinstance(obj.get("choices"), list):
             return recover_response(obj, native=native, has_tools=has_tools)
     parsed = parse(text)
-    return {"content": parsed.content, "tool_calls": [call.to_openai() for call in parsed.calls]}
+    result = {"content": parsed.content, "tool_calls": [call.to_openai() for call in parsed.calls]}
+    if parsed.reasoning:
+        result["reasoning_content"] = parsed.reasoning
+    return result
 
 
 def _is_sse(data: bytes) -> bool:
