@@ -218,3 +218,39 @@ def test_any_split_with_whole_message_formats(mod, data, text, max_block):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
     options = {"formats": WITH_WHOLE, "max_block": max_block}
     assert feed_in_pieces(mod, text, cuts, **options) == feed_in_pieces(mod, text, [], **options)
+
+
+WITH_PHI4 = [name for name, on in __import__("textcalls").DIALECTS.items() if on] + ["phi4_mini"]
+PHI4 = 'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "now", "arguments": {}}]'
+
+
+@pytest.mark.parametrize(("text", "content", "expected"), [
+    (PHI4, "", [("get_weather", WEATHER), ("now", {})]),
+    ("Sure. " + PHI4 + " done", "Sure.  done", [("get_weather", WEATHER), ("now", {})]),
+    ("see functools.partial and functools [x]", "see functools.partial and functools [x]", []),
+    ("functools[1, 2]", "", []),  # markup, but not calls: removed without a call
+])
+def test_phi4_mini_is_opt_in(impl, tc, text, content, expected):
+    parsed = tc.parse(text, formats=WITH_PHI4)
+    assert parsed.content == content and calls(parsed) == expected
+    assert tc.parse(text).calls == []  # off by default
+
+
+def test_phi4_mini_holds_a_tail_that_could_start_the_word(impl):
+    s = impl.StreamScrubber(formats=WITH_PHI4)
+    assert s.feed("use fun") == "use "
+    assert s.feed("ctools") == ""
+    assert s.feed(PHI4[len("functools"):]) == ""
+    assert s.feed(" of") == " o"
+    assert s.flush() == "f"
+    assert [c.name for c in s.calls] == ["get_weather", "now"]
+    assert impl.hold_from("x functo", formats=WITH_PHI4) == 2
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), text=st.lists(st.sampled_from([PHI4, "functools", "[", " fun", "ctools", "f", " x ", "]"]),
+                                     max_size=6).map("".join))
+def test_any_split_with_phi4_mini(mod, data, text):
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
+    assert feed_in_pieces(mod, text, cuts, formats=WITH_PHI4) == feed_in_pieces(mod, text, [], formats=WITH_PHI4)

@@ -507,3 +507,12 @@ def test_reasoning_held_after_a_rehearsed_call_comes_out_at_the_end(impl):
 def test_reasoning_content_already_in_the_delta_is_kept_first(impl):
     out = run([ch("<think>mine</think>x", reasoning_content="theirs "), ch(finish="stop")])
     assert reasoning(out) == "theirs mine" and content(out) == "x"
+
+
+def test_a_word_opener_split_across_chunks_is_recovered(impl):
+    # phi4_mini's opener is a plain word: with it enabled no chunk may skip the scrubber
+    formats = [n for n, on in __import__("textcalls").DIALECTS.items() if on] + ["phi4_mini"]
+    pieces = ["Sure. func", "tools", '[{"name": "f", "arguments": {"a": 1}}]', ""]
+    out = run([ch(p) for p in pieces] + [ch(finish="stop")], formats=formats)
+    assert content(out) == "Sure. "
+    assert [c[1] for c in calls(out)] == ["f"] and finishes(out) == ["tool_calls"]

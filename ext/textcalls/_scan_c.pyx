@@ -150,9 +150,14 @@ cdef class _CSpec:
     cdef int n_first
     cdef Py_ssize_t longest
     cdef list dialects
+    cdef Lit anch[4]            # plain-word openers (functools), found at their anchor character
+    cdef Py_UCS4 anch_char[4]
+    cdef int anch_kind[4]
+    cdef int n_anch
+    cdef int* block_anch        # per block kind: its index in anch, or -1
 
     def __cinit__(self, table):
-        cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c
+        cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c, f
         cdef Entry* en
         self.table = table
         self.n_entries = nb + nm
@@ -162,10 +167,11 @@ cdef class _CSpec:
         self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
+        self.block_anch = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
         if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
-                and self.block_entry and self.has_starts and self.starts):
+                and self.block_entry and self.block_anch and self.has_starts and self.starts):
             raise MemoryError()
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
         for c in range(128):
@@ -181,7 +187,20 @@ cdef class _CSpec:
         e = 0
         self.n_first = 0
         self.longest = 1
-        items = [(b.opener, True, k, b) for k, b in enumerate(table.blocks)]
+        items = [(b.opener, True, k, b) for k, b in enumerate(table.blocks) if b.anchor is None]
+        self.n_entries = len(items) + nm
+        self.n_anch = 0
+        for k in range(nb):
+            self.block_anch[k] = -1
+        for word, anchor, k in table.anchored:
+            if self.n_anch == 4 or ord(anchor) >= 128:
+                raise ValueError("at most 4 word openers, with ASCII anchors")
+            _lit(&self.anch[self.n_anch], word)
+            self.anch_char[self.n_anch] = ord(anchor)
+            self.anch_kind[self.n_anch] = k
+            self.block_anch[k] = self.n_anch
+            self.n_anch += 1
+            self.block_entry[k] = -1
         items += [(m.literal, False, k, m) for k, m in enumerate(table.markers)]
         # grouped by their first two characters, longest first within a group
         items.sort(key=lambda it: (it[0][0], it[0][1], -len(it[0])))
@@ -222,6 +241,14 @@ cdef class _CSpec:
             self.longest = max(self.longest, len(text))
             e += 1
             self.first_hi[ord(text[0])] = e
+        for f in range(self.n_anch):
+            c = self.anch_char[f]
+            if not self.first[c]:
+                if self.n_first == 8:
+                    raise ValueError("at most 8 distinct first characters")
+                self.first[c] = True
+                self.first_chars[self.n_first] = c
+                self.n_first += 1
         for k, b in enumerate(table.blocks):
             _lit(&self.closers[k], b.closer or "")
             self.json_end[k] = b.closer is None
@@ -238,6 +265,7 @@ cdef class _CSpec:
         PyMem_Free(self.json_strings)
         PyMem_Free(self.block_dialect)
         PyMem_Free(self.block_entry)
+        PyMem_Free(self.block_anch)
         PyMem_Free(self.has_starts)
         PyMem_Free(self.starts)
 
@@ -251,6 +279,18 @@ cdef class _CSpec:
             else:
                 hi = mid
         return lo
+
+    cdef Py_ssize_t word_tail(self, int kind, const void* d, Py_ssize_t start, Py_ssize_t n) noexcept:
+        """The index from which text[start:n] ends with a proper prefix of a word opener and its anchor
+        (``f`` … ``functools``): it must be held back; ``n`` if none."""
+        cdef int w, r
+        cdef Py_ssize_t k
+        for w in range(self.n_anch):
+            for k in range(max(start, n - self.anch[w].n), n):
+                r = _match(kind, d, n, k, &self.anch[w])
+                if r == -1 or (r == 1 and k + self.anch[w].n == n):
+                    return k
+        return n
 
     cdef inline Py_ssize_t find_char(self, int kind, const void* d, Py_ssize_t start, Py_ssize_t end, int f) noexcept:
         """Index of first character number ``f`` in [start, end), or -1."""
@@ -328,7 +368,7 @@ def hold_from(text, *, formats=None):
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-    cdef Py_ssize_t last_gt = -1, i, j, start
+    cdef Py_ssize_t last_gt = -1, i, j, start, last
     cdef Py_UCS4 c
     cdef int e
     cdef Entry* en
@@ -352,13 +392,14 @@ def hold_from(text, *, formats=None):
                 c = PyUnicode_READ(kind, d, j)
                 if c < 128 and en.delim[c]:
                     return i
-    for i in range(max(0, n - spec.longest + 1), n):
+    last = spec.word_tail(kind, d, 0, n)
+    for i in range(max(0, n - spec.longest + 1), last):
         c = PyUnicode_READ(kind, d, i)
         if c < 128 and spec.first[c]:
             for e in range(spec.n_entries):
                 if n - i < spec.entries[e].lit.n and _match(kind, d, n, i, &spec.entries[e].lit) == -1:
                     return i
-    return n
+    return last
 
 
 # -- the stream state machine ---------------------------------------------------------------------
@@ -473,7 +514,8 @@ cdef class StreamScrubber:
             n = PyUnicode_GET_LENGTH(delta)
             kind = PyUnicode_KIND(delta)
             data = PyUnicode_DATA(delta)
-            if self._spec.find_first(kind, data, 0, n) < 0 and not (self._fences and _find(kind, data, 0, n, 0x60) >= 0):
+            if self._spec.find_first(kind, data, 0, n) < 0 and not (self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
+                    self._spec.n_anch == 0 or self._spec.word_tail(kind, data, 0, n) == n):
                 if self._after >= 0 and not _all_ws(delta):
                     self._after = -1
                 if self._fences:
@@ -605,7 +647,7 @@ cdef class StreamScrubber:
         cdef int kind = PyUnicode_KIND(s)
         cdef const void* d = PyUnicode_DATA(s)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
-        cdef Py_ssize_t search = p, i, a = 0, b = 0
+        cdef Py_ssize_t search = p, i, a = 0, b = 0, t
         cdef Py_ssize_t* next_at = self._next_at
         cdef int f
         cdef Cand cand
@@ -645,9 +687,10 @@ cdef class StreamScrubber:
                 search = j
                 continue
             if i < 0:
-                self._emit(out, s[p:])
-                self._held = ""
-                self._pos = base + n
+                t = n if final else self._spec.word_tail(kind, d, p, n)  # a word opener's start is held
+                self._emit(out, s[p:t])
+                self._held = s[t:]
+                self._pos = base + t
                 return -1
             cand = self._candidate(kind, d, n, s, i, p, final, &a, &b)
             if cand == C_HOLD:
@@ -675,6 +718,8 @@ cdef class StreamScrubber:
             if self._spec.json_end[a] and base + i < self._poison_until:
                 search = i + 1
                 continue
+            if self._spec.block_entry[a] < 0:  # a word opener: it ends where we are
+                i -= PyUnicode_GET_LENGTH(self._spec.table.blocks[a].opener)
             self._emit(out, s[p:i])
             self._open_block(<int>a, s[i:b], base + i)
             return b
@@ -695,6 +740,11 @@ cdef class StreamScrubber:
         cdef int lo = spec.first_lo[c], hi = spec.first_hi[c]
         cdef Py_UCS4 c2
         a[0] = i + 1
+        for e in range(spec.n_anch):  # a word opener ends here: the body starts at its anchor
+            if spec.anch_char[e] == c and i - spec.anch[e].n >= p and _match(kind, d, n, i - spec.anch[e].n, &spec.anch[e]) == 1:
+                a[0] = spec.anch_kind[e]
+                b[0] = i
+                return C_BLOCK
         if i + 2 < n and not spec.triple[_triple(c, PyUnicode_READ(kind, d, i + 1), PyUnicode_READ(kind, d, i + 2))]:
             return C_PROSE  # no literal starts with these three characters (most HTML tags)
         if i + 1 < n:  # second-character dispatch: only the entries that share the first two
@@ -841,6 +891,7 @@ cdef class StreamScrubber:
         cdef const Lit* closer = &self._spec.closers[self._k]
         cdef _CSpec spec = self._spec
         cdef int own = spec.block_entry[self._k]  # meeting its own opener again ends a block too
+        cdef const Lit* own_word = &spec.anch[spec.block_anch[self._k]] if spec.block_anch[self._k] >= 0 else NULL
         cdef Py_UCS4 c
         cdef int r
         cdef bint lead
@@ -868,12 +919,20 @@ cdef class StreamScrubber:
                 if r == -1 and not final:
                     out[0] = p
                     return LX_MORE
-            if (c < 128 and spec.strong_first[c]) or c == spec.entries[own].lit.ch[0]:
+            if (c < 128 and spec.strong_first[c]) or (own >= 0 and c == spec.entries[own].lit.ch[0]):
                 r = spec.opener_at(kind, d, n, p, final, own)
                 if r == 1:
                     out[0] = p
                     return LX_PROSE
                 if r == -1:
+                    out[0] = p
+                    return LX_MORE
+            elif own_word != NULL and c == own_word.ch[0]:  # a word opener met again
+                r = _match(kind, d, n, p, own_word)
+                if r == 1:
+                    out[0] = p
+                    return LX_PROSE
+                if r == -1 and not final:
                     out[0] = p
                     return LX_MORE
             lead = self._lead and not _ws(c)  # the body's first non-blank character

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, may_contain_markup, read_block, read_whole, table_for
+from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, may_contain_markup, read_block, read_whole, table_for, word_tail
 from .dialects import Context
 from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 
@@ -43,12 +43,13 @@ def hold_from(text: str, *, formats=None) -> int:
             i = text.find(lit, i + 1)
     if first < n:
         return first
-    for k in range(max(0, n - spec.longest + 1), n):
+    first = word_tail(spec.table, text, 0)
+    for k in range(max(0, n - spec.longest + 1), first):
         if text[k] in spec.by_first:
             tail = text[k:]
             if any(len(tail) < len(lit) and lit.startswith(tail) for lit in spec.literals):
                 return k
-    return n
+    return first
 
 
 class _Spec:
@@ -58,7 +59,7 @@ class _Spec:
         self.table = table
         self.literals = table.literals
         self.longest = max(map(len, self.literals), default=1)
-        entries = [(b.opener, "block", k) for k, b in enumerate(table.blocks)]
+        entries = [(b.opener, "block", k) for k, b in enumerate(table.blocks) if b.anchor is None]
         entries += [(m.literal, "marker", k) for k, m in enumerate(table.markers)]
         self.by_first: dict = {}
         for entry in sorted(entries, key=lambda e: -len(e[0])):
@@ -67,7 +68,10 @@ class _Spec:
         for b in sorted((b for b in table.blocks if b.strong), key=lambda b: -len(b.opener)):
             self.strong.setdefault(b.opener[0], []).append((b.opener, b.delimiters))
         self.tags = [(b.opener, b.delimiters) for b in table.blocks if b.delimiters is not None]
-        self.first_chars = tuple(self.by_first)
+        self.anchors: dict = {}  # anchor character -> [(word, block kind)]
+        for word, anchor, k in table.anchored:
+            self.anchors.setdefault(anchor, []).append((word, k))
+        self.first_chars = tuple(sorted(set(self.by_first) | set(self.anchors)))
         self.strong_first = re.compile("[" + re.escape("".join(self.strong)) + "]" if self.strong else "(?!)")
         self.openers_of = {}
         for b in table.blocks:
@@ -228,7 +232,9 @@ class StreamScrubber:
             return self._feed_whole(delta)
         if not self._held and self._opener is None and not self._reasoning and not any(
             c in delta for c in self._spec.first_chars
-        ) and not (self._fences and "`" in delta):
+        ) and not (self._fences and "`" in delta) and not (
+            self._spec.table.anchored and word_tail(self._spec.table, delta, 0) < len(delta)
+        ):
             if self._after is not None and not _all_ws(delta):
                 self._after = None
             if self._fences:
@@ -373,8 +379,9 @@ class StreamScrubber:
                 search = j
                 continue
             if i < 0:
-                self._emit(out, s[p:])
-                self._held, self._pos = "", base + n
+                t = n if final else word_tail(self._spec.table, s, p)  # a word opener's start is held
+                self._emit(out, s[p:t])
+                self._held, self._pos = s[t:], base + t
                 return -1
             kind, a, b = self._candidate(s, i, p, final)
             if kind == "hold":
@@ -402,6 +409,8 @@ class StreamScrubber:
             if self._spec.table.blocks[a].closer is None and base + i < self._poison_until:
                 search = i + 1
                 continue
+            if self._spec.table.blocks[a].anchor is not None:  # a word opener: it ends where we are
+                i -= len(self._spec.table.blocks[a].opener)
             self._emit(out, s[p:i])
             self._open_block(a, s[i:b], base + i)
             return b
@@ -414,6 +423,9 @@ class StreamScrubber:
         n = len(s)
         spec = self._spec
         hold = ("hold", 0, 0)
+        for word, k in spec.anchors.get(s[i], ()):
+            if i - len(word) >= p and s.startswith(word, i - len(word)):
+                return ("block", k, i)  # a word opener ends here: the body starts at its anchor
         matches = []
         for entry in spec.by_first.get(s[i], ()):
             r = _match(s, i, entry[0])

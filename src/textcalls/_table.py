@@ -9,7 +9,8 @@ from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 
 __all__ = [
-    "Table", "table_for", "read_block", "read_whole", "may_contain_markup", "CALLS_IN_REASONING", "UNKNOWN_TOOLS",
+    "Table", "table_for", "read_block", "read_whole", "word_tail", "may_contain_markup", "CALLS_IN_REASONING",
+    "UNKNOWN_TOOLS",
 ]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
@@ -19,14 +20,18 @@ CALLS_IN_REASONING = ("ignore", "extract")
 class Table:
     """The blocks and markers of the enabled dialects, in table order."""
 
-    __slots__ = ("blocks", "markers", "grammars", "literals", "whole", "whole_starts")
+    __slots__ = ("blocks", "markers", "grammars", "literals", "anchored", "whole", "whole_starts")
 
     def __init__(self, dialects: tuple[str, ...]) -> None:
         self.blocks: tuple[Block, ...] = tuple(b for b in BLOCKS if b.dialect in dialects)
         self.markers: tuple[Marker, ...] = tuple(m for m in MARKERS if m.dialect in dialects)
         self.grammars = tuple(GRAMMARS[b.grammar] for b in self.blocks)
         #: every literal a stream must hold back a proper prefix of: openers, then markers
-        self.literals: tuple[str, ...] = tuple(b.opener for b in self.blocks) + tuple(m.literal for m in self.markers)
+        self.literals: tuple[str, ...] = tuple(b.opener for b in self.blocks if b.anchor is None) + tuple(
+            m.literal for m in self.markers
+        )
+        #: plain-word openers, found at their anchor character: (word, anchor, block kind)
+        self.anchored = tuple((b.opener, b.anchor, k) for k, b in enumerate(self.blocks) if b.anchor is not None)
         #: whole-message grammars, and the first characters (after whitespace) that put a stream on hold for them
         self.whole = tuple(WHOLE_MESSAGE[d][0] for d in dialects if d in WHOLE_MESSAGE)
         self.whole_starts = "".join(sorted({c for d in dialects if d in WHOLE_MESSAGE for c in WHOLE_MESSAGE[d][1]}))
@@ -51,6 +56,17 @@ def table_for(formats) -> Table:
     if unknown:
         raise ValueError(f"unknown dialect(s) {unknown!r}; textcalls.DIALECTS lists them")
     return _table(tuple(n for n in DIALECTS if n in names))
+
+
+def word_tail(table: Table, s: str, start: int) -> int:
+    """The index from which ``s[start:]`` ends with a proper prefix of a plain-word opener and its
+    anchor (``f`` … ``functools``): it must be held back; ``len(s)`` if none."""
+    n = len(s)
+    for word, _, _ in table.anchored:
+        for k in range(max(start, n - len(word)), n):
+            if word.startswith(s[k:]):
+                return k
+    return n
 
 
 def read_whole(table: Table, text: str, ctx: Context):
@@ -95,8 +111,9 @@ def _char_forms(ch: str, as_bytes: bool) -> str:
 def _screen(table: Table, as_bytes: bool):
     """(stems, pattern): each literal's longest ASCII word (never JSON-escaped), and every literal in
     every form a JSON encoder may write it."""
-    stems = {max(_WORD.findall(lit), key=len) for lit in table.literals}
-    pattern = "|".join("".join(_char_forms(ch, as_bytes) for ch in lit) for lit in sorted(table.literals))
+    literals = sorted(table.literals + tuple(word + anchor for word, anchor, _ in table.anchored))
+    stems = {max(_WORD.findall(lit), key=len) for lit in literals}
+    pattern = "|".join("".join(_char_forms(ch, as_bytes) for ch in lit) for lit in literals)
     if as_bytes:
         return tuple(stem.encode() for stem in stems), re.compile(pattern.encode("latin-1"))
     return tuple(stems), re.compile(pattern)

@@ -34,6 +34,8 @@ class Block:
     opener met again inside its own kind of block does that too).
     ``starts``: the characters the body may start with (after whitespace); any other makes the opener
     text at once — for openers that are also words people write (``<tool_calls>``, ``<json>`` …).
+    ``anchor``: a plain-word opener (``functools``) is looked for at this character, which must follow it
+    and begins the body; a stream holds back any tail that could be the start of the word.
     """
 
     dialect: str
@@ -44,6 +46,7 @@ class Block:
     json_strings: bool = True
     strong: bool = True
     starts: str | None = None
+    anchor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ DIALECTS: dict[str, bool] = {
     "apertus": True,
     "wrappers": True,      # <tools>, <tool>, <response>, <json>, <JSON>, <xml>, <function_call> around a call
     "harmony": True,       # gpt-oss Harmony written as text: commentary calls, analysis = reasoning, final = content
+    "phi4_mini": False,    # functools[{…}]: a plain word as opener — every delta ending in f… is held (opt-in)
     "json_message": False,      # the whole message is a call object / array of them (Llama 3.x)
     "pythonic_message": False,  # the whole message is a pythonic call list [f(a=1), g()]
 }
@@ -142,6 +146,7 @@ BLOCKS: tuple[Block, ...] = (
     Block("step3", f"<{_BAR}tool_call_begin{_BAR}>", f"<{_BAR}tool_call_end{_BAR}>", "step3", json_strings=False),
     Block("functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False,
           starts="{<"),
+    Block("phi4_mini", "functools", None, "json_calls", strong=False, anchor="["),
     Block("longcat", "<longcat_tool_call>", "</longcat_tool_call>", "hermes"),
     Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
     # Harmony: <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{ARGS}<|call|>, or the

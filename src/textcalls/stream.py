@@ -78,7 +78,8 @@ class ChunkRecovery:
         table = table_for(options.get("formats"))
         self.literals = table.literals  #: the openers and markers scrubbed
         self.starts = "".join(sorted({literal[0] for literal in self.literals}))  #: what can begin one
-        self._floor = 1 if table.whole else 0  # a whole-message format: no choice is ever skipped
+        # a whole-message format or a plain-word opener (phi4_mini): no choice is ever skipped
+        self._floor = 1 if table.whole or table.anchored else 0
         self._opens = re.compile(f"[{re.escape(self.starts)}]" if self.starts else "(?!)").search
         self.recovered = 0  #: tool calls recovered and emitted so far, all choices
         self._choices: dict = {}
