@@ -4,7 +4,6 @@ Expected values are written by hand from the formats; calls are compared by name
 """
 
 import json
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -521,46 +520,6 @@ def test_deep_nesting_under_a_schema_stays_a_string():
     deep = "[" * 5000
     body = f"<function=search>\n<parameter=tags>\n{deep}\n</parameter>\n</function>"
     assert calls(qwen3_xml("<tool_call>", body, TOOLS)) == [("search", {"tags": deep})]
-
-
-ADVERSARIAL = {
-    qwen3_xml: [
-        "<function=f>\n" + "<parameter=a>x" * 80_000,
-        "<function=f>\n<parameter=a>\n" + "</parameter>x" * 80_000,
-        "<function=" * 100_000,
-        "<function=f>\n" + "\n<parameter=a>\n1\n</parameter>" * 40_000 + "\nx",
-    ],
-    glm: [
-        "f" + "<arg_key>a</arg_key><arg_value>x" * 40_000,
-        "f<arg_key>" + "a" * 1_000_000,
-        "f" + "<arg_key>k</arg_key>" * 60_000,
-    ],
-    minimax_m2: [
-        "<invoke " + "a" * 1_000_000 + ">",
-        '<invoke name="' + "x" * 1_000_000,
-        "<invoke " + 'a="' * 300_000 + ">",
-        '<invoke name="f">' + '<parameter name="p">v' * 50_000,
-    ],
-    dsml: [
-        f'<{B}DSML{B}invoke name="f">' + f'<{B}DSML{B}parameter name="p" string="true">v' * 40_000,
-        f'<{B}DSML{B}invoke name="f">' + "{" * 500_000 + f"</{B}DSML{B}invoke>",
-    ],
-    step3: [
-        "function<｜tool_sep｜>" + '<steptml:invoke name="f">' * 40_000,
-        '<steptml:invoke name="f"><steptml:parameter name="p">' + "</steptml:parameter>x" * 50_000,
-    ],
-}
-
-
-@pytest.mark.parametrize(
-    ("grammar", "body"),
-    [pytest.param(g, b, id=f"{g.__name__}-{n}") for g, bodies in ADVERSARIAL.items() for n, b in enumerate(bodies)],
-)
-def test_large_adversarial_bodies_parse_in_linear_time(grammar, body):
-    assert len(body) >= 500_000
-    start = time.perf_counter()
-    grammar("<opener>", body, TOOLS)
-    assert time.perf_counter() - start < 3.0
 
 
 def test_glm_value_without_its_opening_tag_is_not_swallowed_by_the_previous_one():
