@@ -122,6 +122,7 @@ ctypedef struct Entry:
     bint before         # markers: before an opener of `dialect` (else after the end of one of its blocks)
     int reasoning       # markers: 1 opens a reasoning span, -1 closes one, 0 neither
     bint always         # markers: markup wherever it stands
+    Py_UCS4 anchor      # word openers (functools): found at this character after them; 0 for the others
     int dialect
 
 
@@ -150,11 +151,7 @@ cdef class _CSpec:
     cdef int n_first
     cdef Py_ssize_t longest
     cdef list dialects
-    cdef Lit anch[4]            # plain-word openers (functools), found at their anchor character
-    cdef Py_UCS4 anch_char[4]
-    cdef int anch_kind[4]
-    cdef int n_anch
-    cdef int* block_anch        # per block kind: its index in anch, or -1
+    cdef int n_all              # entries [n_entries, n_all): word openers, found at their anchor, not dispatched
 
     def __cinit__(self, table):
         cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c, f
@@ -167,11 +164,10 @@ cdef class _CSpec:
         self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
-        self.block_anch = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
         if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
-                and self.block_entry and self.block_anch and self.has_starts and self.starts):
+                and self.block_entry and self.has_starts and self.starts):
             raise MemoryError()
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
         for c in range(128):
@@ -188,22 +184,12 @@ cdef class _CSpec:
         self.n_first = 0
         self.longest = 1
         items = [(b.opener, True, k, b) for k, b in enumerate(table.blocks) if b.anchor is None]
-        self.n_entries = len(items) + nm
-        self.n_anch = 0
-        for k in range(nb):
-            self.block_anch[k] = -1
-        for word, anchor, k in table.anchored:
-            if self.n_anch == 4 or ord(anchor) >= 128:
-                raise ValueError("at most 4 word openers, with ASCII anchors")
-            _lit(&self.anch[self.n_anch], word)
-            self.anch_char[self.n_anch] = ord(anchor)
-            self.anch_kind[self.n_anch] = k
-            self.block_anch[k] = self.n_anch
-            self.n_anch += 1
-            self.block_entry[k] = -1
         items += [(m.literal, False, k, m) for k, m in enumerate(table.markers)]
-        # grouped by their first two characters, longest first within a group
+        # grouped by their first two characters, longest first within a group; then the word openers
         items.sort(key=lambda it: (it[0][0], it[0][1], -len(it[0])))
+        self.n_entries = len(items)
+        items += [(b.opener, True, k, b) for k, b in enumerate(table.blocks) if b.anchor is not None]
+        self.n_all = len(items)
         for text, is_block, k, obj in items:
             if ord(text[0]) >= 128 or len(text) < 2:
                 raise ValueError(f"a marker literal must start with an ASCII character and be 2+ long: {text!r}")
@@ -219,6 +205,20 @@ cdef class _CSpec:
             en.reasoning = 0 if is_block else obj.reasoning
             en.always = (not is_block) and obj.always
             en.dialect = self.dialects.index(obj.dialect)
+            en.anchor = ord(obj.anchor) if is_block and obj.anchor is not None else 0
+            if is_block:
+                self.block_entry[k] = e
+            if en.anchor:  # a word opener: only its anchor character is looked for
+                if en.anchor >= 128:
+                    raise ValueError(f"a word opener's anchor must be ASCII: {obj.anchor!r}")
+                if not self.first[en.anchor]:
+                    if self.n_first == 8:
+                        raise ValueError("at most 8 distinct first characters")
+                    self.first[en.anchor] = True
+                    self.first_chars[self.n_first] = en.anchor
+                    self.n_first += 1
+                e += 1
+                continue
             if not self.first[ord(text[0])]:
                 if self.n_first == 8:
                     raise ValueError("at most 8 distinct first characters")
@@ -236,19 +236,9 @@ cdef class _CSpec:
                 self.pair[ord(text[0])][ord(text[1])] = True
             else:
                 self.pair_wide[ord(text[0])] = True
-            if is_block:
-                self.block_entry[k] = e
             self.longest = max(self.longest, len(text))
             e += 1
             self.first_hi[ord(text[0])] = e
-        for f in range(self.n_anch):
-            c = self.anch_char[f]
-            if not self.first[c]:
-                if self.n_first == 8:
-                    raise ValueError("at most 8 distinct first characters")
-                self.first[c] = True
-                self.first_chars[self.n_first] = c
-                self.n_first += 1
         for k, b in enumerate(table.blocks):
             _lit(&self.closers[k], b.closer or "")
             self.json_end[k] = b.closer is None
@@ -265,7 +255,6 @@ cdef class _CSpec:
         PyMem_Free(self.json_strings)
         PyMem_Free(self.block_dialect)
         PyMem_Free(self.block_entry)
-        PyMem_Free(self.block_anch)
         PyMem_Free(self.has_starts)
         PyMem_Free(self.starts)
 
@@ -285,10 +274,10 @@ cdef class _CSpec:
         (``f`` … ``functools``): it must be held back; ``n`` if none."""
         cdef int w, r
         cdef Py_ssize_t k
-        for w in range(self.n_anch):
-            for k in range(max(start, n - self.anch[w].n), n):
-                r = _match(kind, d, n, k, &self.anch[w])
-                if r == -1 or (r == 1 and k + self.anch[w].n == n):
+        for w in range(self.n_entries, self.n_all):
+            for k in range(max(start, n - self.entries[w].lit.n), n):
+                r = _match(kind, d, n, k, &self.entries[w].lit)
+                if r == -1 or (r == 1 and k + self.entries[w].lit.n == n):
                     return k
         return n
 
@@ -323,7 +312,7 @@ cdef class _CSpec:
         cdef Entry* en
         if (c >= 128 or not self.strong_first[c]) and (own < 0 or self.entries[own].lit.ch[0] != c):
             return 0
-        for e in range(self.n_entries):
+        for e in range(self.n_all):
             en = &self.entries[e]
             if not (en.strong or e == own) or en.lit.ch[0] != c:
                 continue
@@ -515,7 +504,7 @@ cdef class StreamScrubber:
             kind = PyUnicode_KIND(delta)
             data = PyUnicode_DATA(delta)
             if self._spec.find_first(kind, data, 0, n) < 0 and not (self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
-                    self._spec.n_anch == 0 or self._spec.word_tail(kind, data, 0, n) == n):
+                    self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n):
                 if self._after >= 0 and not _all_ws(delta):
                     self._after = -1
                 if self._fences:
@@ -566,7 +555,8 @@ cdef class StreamScrubber:
         if n:
             if not self._reasoning:
                 out.append(text)
-                self._line = _line_after(self._line, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, n)
+                if self._fences:
+                    self._line = _line_after(self._line, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, n)
             elif self._deferred is None:
                 self._reasoning_out.append(text)
             else:
@@ -718,8 +708,8 @@ cdef class StreamScrubber:
             if self._spec.json_end[a] and base + i < self._poison_until:
                 search = i + 1
                 continue
-            if self._spec.block_entry[a] < 0:  # a word opener: it ends where we are
-                i -= PyUnicode_GET_LENGTH(self._spec.table.blocks[a].opener)
+            if self._spec.entries[self._spec.block_entry[a]].anchor:  # a word opener: it ends where we are
+                i -= self._spec.entries[self._spec.block_entry[a]].lit.n
             self._emit(out, s[p:i])
             self._open_block(<int>a, s[i:b], base + i)
             return b
@@ -740,9 +730,10 @@ cdef class StreamScrubber:
         cdef int lo = spec.first_lo[c], hi = spec.first_hi[c]
         cdef Py_UCS4 c2
         a[0] = i + 1
-        for e in range(spec.n_anch):  # a word opener ends here: the body starts at its anchor
-            if spec.anch_char[e] == c and i - spec.anch[e].n >= p and _match(kind, d, n, i - spec.anch[e].n, &spec.anch[e]) == 1:
-                a[0] = spec.anch_kind[e]
+        for e in range(spec.n_entries, spec.n_all):  # a word opener ends here: the body starts at its anchor
+            en = &spec.entries[e]
+            if en.anchor == c and i - en.lit.n >= p and _match(kind, d, n, i - en.lit.n, &en.lit) == 1:
+                a[0] = en.k
                 b[0] = i
                 return C_BLOCK
         if i + 2 < n and not spec.triple[_triple(c, PyUnicode_READ(kind, d, i + 1), PyUnicode_READ(kind, d, i + 2))]:
@@ -891,7 +882,6 @@ cdef class StreamScrubber:
         cdef const Lit* closer = &self._spec.closers[self._k]
         cdef _CSpec spec = self._spec
         cdef int own = spec.block_entry[self._k]  # meeting its own opener again ends a block too
-        cdef const Lit* own_word = &spec.anch[spec.block_anch[self._k]] if spec.block_anch[self._k] >= 0 else NULL
         cdef Py_UCS4 c
         cdef int r
         cdef bint lead
@@ -919,20 +909,12 @@ cdef class StreamScrubber:
                 if r == -1 and not final:
                     out[0] = p
                     return LX_MORE
-            if (c < 128 and spec.strong_first[c]) or (own >= 0 and c == spec.entries[own].lit.ch[0]):
+            if (c < 128 and spec.strong_first[c]) or c == spec.entries[own].lit.ch[0]:
                 r = spec.opener_at(kind, d, n, p, final, own)
                 if r == 1:
                     out[0] = p
                     return LX_PROSE
                 if r == -1:
-                    out[0] = p
-                    return LX_MORE
-            elif own_word != NULL and c == own_word.ch[0]:  # a word opener met again
-                r = _match(kind, d, n, p, own_word)
-                if r == 1:
-                    out[0] = p
-                    return LX_PROSE
-                if r == -1 and not final:
                     out[0] = p
                     return LX_MORE
             lead = self._lead and not _ws(c)  # the body's first non-blank character

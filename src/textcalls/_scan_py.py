@@ -285,7 +285,8 @@ class StreamScrubber:
         if text:
             if not self._reasoning:
                 out.append(text)
-                self._line = _line_after(self._line, text)
+                if self._fences:
+                    self._line = _line_after(self._line, text)
             elif self._deferred is None:
                 self._reasoning_out.append(text)
             else:
