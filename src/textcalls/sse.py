@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
+from ._drive import adrive, drive
 from .responses_bytes import dumps_compact, untouched_screen
 from .stream import ChunkRecovery
 
@@ -336,26 +337,7 @@ def recover_sse(
     Closing the returned iterator closes ``chunks`` when it has a ``close()``.
     """
     recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options)
-    try:
-        it = iter(chunks)
-    except TypeError:
-        raise TypeError(f"chunks must be an iterable of bytes, not {type(chunks).__name__}") from None
-    return _recover(it, recovery)
-
-
-def _recover(it: Iterator, recovery: SSERecovery) -> Iterator[bytes]:
-    try:
-        for data in it:
-            out = recovery.feed(data)
-            if out:
-                yield out
-        out = recovery.close()
-        if out:
-            yield out
-    finally:
-        close = getattr(it, "close", None)
-        if close is not None:
-            close()
+    return drive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
 
 
 def arecover_sse(
@@ -363,23 +345,8 @@ def arecover_sse(
 ) -> AsyncIterator[bytes]:
     """``recover_sse`` over an async iterable; closing the result ``aclose()``-s ``chunks``."""
     recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options)
-    try:
-        it = aiter(chunks)
-    except TypeError:
-        raise TypeError(f"chunks must be an async iterable of bytes, not {type(chunks).__name__}") from None
-    return _arecover(it, recovery)
+    return adrive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
 
 
-async def _arecover(it: AsyncIterator, recovery: SSERecovery) -> AsyncIterator[bytes]:
-    try:
-        async for data in it:
-            out = recovery.feed(data)
-            if out:
-                yield out
-        out = recovery.close()
-        if out:
-            yield out
-    finally:
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            await aclose()
+def _some(data: bytes) -> tuple:
+    return (data,) if data else ()

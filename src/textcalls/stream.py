@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from . import _scan
+from ._drive import adrive, drive
 from ._table import table_for
 from .openai import should_recover
 
@@ -320,51 +321,12 @@ def recover_stream(chunks: Iterable[dict], *, native: bool, has_tools: bool, **o
     closes ``chunks`` when it has a ``close()``.
     """
     machine = ChunkRecovery(native=native, has_tools=has_tools, **options)
-    try:
-        it = iter(chunks)
-    except TypeError:
-        raise TypeError(f"chunks must be an iterable of dicts, not {type(chunks).__name__}") from None
-    if not has_tools:
-        return it
-    return _recover(it, machine)
-
-
-def _recover(it: Iterator, machine: ChunkRecovery) -> Iterator[dict]:
-    push = machine.push
-    try:
-        for chunk in it:
-            out = push(chunk)
-            if len(out) == 1:
-                yield out[0]
-            else:
-                yield from out
-        yield from machine.close()
-    finally:
-        close = getattr(it, "close", None)
-        if close is not None:
-            close()
+    it = drive(chunks, "dicts", machine.push, machine.close)
+    return it if has_tools else iter(chunks)  # no tools: every chunk passes untouched
 
 
 def arecover_stream(chunks: AsyncIterable[dict], *, native: bool, has_tools: bool, **options) -> AsyncIterator[dict]:
     """``recover_stream`` over an async iterable; closing the result ``aclose()``-s ``chunks``."""
     machine = ChunkRecovery(native=native, has_tools=has_tools, **options)
-    try:
-        it = aiter(chunks)
-    except TypeError:
-        raise TypeError(f"chunks must be an async iterable of dicts, not {type(chunks).__name__}") from None
-    if not has_tools:
-        return it
-    return _arecover(it, machine)
-
-
-async def _arecover(it: AsyncIterator, machine: ChunkRecovery) -> AsyncIterator[dict]:
-    try:
-        async for chunk in it:
-            for out in machine.push(chunk):
-                yield out
-        for out in machine.close():
-            yield out
-    finally:
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    it = adrive(chunks, "dicts", machine.push, machine.close)
+    return it if has_tools else aiter(chunks)
