@@ -744,13 +744,6 @@ cdef class StreamScrubber:
                 return C_PROSE
             lo = spec.lower_bound(lo, hi, c2)
             hi = spec.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
-            if i + 2 < n:  # and the third: most '</…' and '<|…' are not markup
-                c2 = PyUnicode_READ(kind, d, i + 2)
-                e = lo
-                while e < hi and spec.entries[e].lit.n > 2 and spec.entries[e].lit.ch[2] != c2:
-                    e += 1
-                if e == hi:
-                    return C_PROSE
         # a literal the text ends inside holds the stream
         for e in range(lo, hi):
             if _match(kind, d, n, i, &spec.entries[e].lit) == -1 and not final:
