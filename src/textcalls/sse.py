@@ -99,6 +99,12 @@ class SSERecovery:
         """Tool calls recovered and emitted so far."""
         return self.chunks.recovered
 
+    @property
+    def incomplete(self) -> bool:
+        """True while the bytes fed so far end inside an event (held, or an oversized one being passed
+        through): a stream that ends now ends mid-event, which is a broken stream, not a clean end."""
+        return bool(self._buf) or self._over is not None
+
     def feed(self, data) -> bytes:
         """Take the next upstream bytes (bytes-like); return the bytes to send now."""
         if type(data) is not bytes:
