@@ -13,73 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textcalls import sse as sse_module
 from textcalls.cli import main
 from textcalls.parse import parse
 from textcalls.sse import MAX_EVENT, SSERecovery, arecover_sse, recover_sse
 
-from .gateway_support.sse_events import events
+from .gateway_support.sse_client import CALL_ID, assemble, chunk, data_line, masked, recover, seen, stream
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 BLOCK_F = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
-CALL_ID = re.compile(rb"call_[0-9a-f]{22}")
-
-
-def chunk(content=None, *, finish=None, index=0, **delta):
-    if content is not None:
-        delta["content"] = content
-    return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
-
-
-def data_line(obj) -> bytes:
-    return b"data: " + json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def stream(chunks, nl=b"\n", done=True) -> bytes:
-    out = b"".join(data_line(c) + nl + nl for c in chunks)
-    return out + (b"data: [DONE]" + nl + nl if done else b"")
-
-
-def recover(data, cuts=(), **kw):
-    """Feed ``data`` cut at ``cuts``; return everything sent downstream."""
-    r = SSERecovery(native=kw.pop("native", True), has_tools=kw.pop("has_tools", True), **kw)
-    bounds = [0, *cuts, len(data)]
-    return b"".join(r.feed(data[a:b]) for a, b in zip(bounds, bounds[1:])) + r.close()
-
-
-def masked(data: bytes) -> bytes:
-    return CALL_ID.sub(b"call_ID", data)
-
-
-def seen(data: bytes) -> list:
-    """What a client gets: each event's data, JSON decoded where it is JSON."""
-    out = []
-    for _, payload, _ in events(data):
-        try:
-            out.append(json.loads(payload))
-        except ValueError:
-            out.append(payload)
-    return out
-
-
-def assemble(items, index=0):
-    """(content, [(tc index, name, arguments)], finish reasons) of choice ``index``."""
-    text, calls, finishes = "", [], []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        for c in item.get("choices", []):
-            if c["index"] != index:
-                continue
-            text += c["delta"].get("content") or ""
-            calls += [(t["index"], t["function"].get("name"), t["function"]["arguments"])
-                      for t in c["delta"].get("tool_calls") or []]
-            if c.get("finish_reason"):
-                finishes.append(c["finish_reason"])
-    return text, calls, finishes
-
-
 HERMES_CHUNKS = [chunk("", role="assistant"), chunk("Hi <tool"), chunk('_call>{"name": "f", "arguments": {"a": 1}}'),
                  chunk("</tool_call> bye"), chunk(finish="stop")]
 
@@ -408,7 +349,13 @@ def test_any_split_gives_the_same_bytes(impl, case, formats, data):
     assert masked(every_byte) == masked(whole)
     # the fast paths (events sent undecoded) change nothing
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sse_module, "untouched_screen", lambda literals: lambda data: False)
+        init = SSERecovery.__init__
+
+        def no_screen(self, **kwargs):
+            init(self, **kwargs)
+            self._untouched = lambda data: False
+
+        mp.setattr(SSERecovery, "__init__", no_screen)
         mp.setattr(SSERecovery, "_remember", lambda self, raw, chunk: None)
         assert masked(recover(raw, cuts, formats=formats)) == masked(whole)
     # and the client sees the text recovered as parse() says (natively: no call added to a structured one)

@@ -11,9 +11,10 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
-from textcalls._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, may_contain_markup, read_block, read_whole, table_for
+from textcalls._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for
 from textcalls.dialects import Context
 from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
+from textcalls.screens import may_contain_markup
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object) noexcept
@@ -332,17 +333,12 @@ cdef class _CSpec:
         return -1 if undecided and not final else 0
 
 
-cdef dict _CSPECS = {}
-
-
 cdef _CSpec _cspec(table):
-    spec = _CSPECS.get(id(table))
-    if spec is None or (<_CSpec>spec).table is not table:
-        spec = _CSPECS[id(table)] = _CSpec(table)
+    spec = table.derived.get("c_spec")
+    if spec is None:
+        spec = table.derived["c_spec"] = _CSpec(table)
     return <_CSpec>spec
 
-
-# -- hold_from ------------------------------------------------------------------------------------
 
 def hold_from(text, *, formats=None):
     """Index from which ``text`` must be held back because it may begin an opener; ``len(text)`` if none.
@@ -418,6 +414,7 @@ cdef class StreamScrubber:
     cdef str _unknown
     cdef str _held            # unresolved text: a candidate opener, or a block body's undecided tail
     cdef bint _closed
+    cdef bint _busy           # a call is running: a second one at the same time raises (_enter)
     cdef Py_ssize_t _pos      # stream offset of _held[0]
     cdef int _after           # dialect of the block that ended with only whitespace since; -1: none
     cdef Py_ssize_t _poison_until  # blocks opening before this offset are scanned without JSON-string awareness
@@ -481,15 +478,43 @@ cdef class StreamScrubber:
         self._fence = False
         self._line = 0
 
+    cdef inline int _enter(self) except -1:
+        """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
+        threads). The check and the mark are one step: under the GIL nothing runs between them, and
+        on free-threaded builds the critical section makes them atomic."""
+        with cython.critical_section(self):
+            if self._busy:
+                raise RuntimeError("a StreamScrubber was called from two threads at once: use one scrubber "
+                                   "per stream, from one thread at a time")
+            self._busy = True
+        return 0
+
     def take_reasoning(self):
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
+        self._enter()
         text = "".join(self._reasoning_out)
         self._reasoning_out = []
+        self._busy = False
         return text
 
     @cython.always_allow_keywords(False)  # METH_O, the call path of list.append
     def feed(self, delta):
         """Take the next delta; return the text that can be shown now."""
+        self._enter()
+        try:
+            return self._feed(delta)
+        finally:
+            self._busy = False
+
+    def flush(self):
+        """End the stream: return everything still held, blocks removed (no trimming)."""
+        self._enter()
+        try:
+            return self._flush()
+        finally:
+            self._busy = False
+
+    cdef str _feed(self, delta):
         cdef Py_ssize_t n
         cdef int kind
         cdef const void* data
@@ -513,8 +538,7 @@ cdef class StreamScrubber:
                 return delta
         return self._run(self._held + delta, False)
 
-    def flush(self):
-        """End the stream: return everything still held, blocks removed (no trimming)."""
+    cdef str _flush(self):
         if self._closed:
             return ""
         if self._whole:
@@ -526,7 +550,7 @@ cdef class StreamScrubber:
                 self.removed += 1
                 self._closed = True
                 return ""
-            return self.feed(text) + self.flush()
+            return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 else self._run(self._held, True)
         if self._deferred is not None:
@@ -548,7 +572,7 @@ cdef class StreamScrubber:
             return ""
         text = "".join(self._whole_parts)
         self._whole, self._whole_parts = 0, []
-        return self.feed(text)
+        return self._feed(text)
 
     cdef inline int _emit(self, list out, str text) except -1:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)

@@ -8,10 +8,12 @@ tests cross-check the two.
 from __future__ import annotations
 
 import re
+import threading
 
-from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, may_contain_markup, read_block, read_whole, table_for, word_tail
+from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for, word_tail
 from .dialects import Context
 from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
+from .screens import may_contain_markup
 
 __all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
 
@@ -78,13 +80,10 @@ class _Spec:
             self.openers_of.setdefault(b.dialect, []).append(b.opener)
 
 
-_SPECS: dict = {}
-
-
 def _spec(table) -> _Spec:
-    spec = _SPECS.get(id(table))
-    if spec is None or spec.table is not table:
-        spec = _SPECS[id(table)] = _Spec(table)
+    spec = table.derived.get("py_spec")
+    if spec is None:
+        spec = table.derived["py_spec"] = _Spec(table)
     return spec
 
 
@@ -165,6 +164,7 @@ class StreamScrubber:
         "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
         "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len",
         "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len", "_fences", "_fence", "_line",
+        "_busy",
     )
 
     def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text",
@@ -187,6 +187,7 @@ class StreamScrubber:
         self.max_block = max_block
         self._held = ""  # unresolved text: a candidate opener, or a block body's undecided tail
         self._closed = False
+        self._busy = threading.Lock()  # held while a call runs: a second one at the same time raises (_enter)
         self._pos = 0  # stream offset of _held[0]
         self._after = None  # dialect of the block that ended with only whitespace since
         self._poison_until = 0  # blocks opening before this offset are scanned without JSON-string awareness
@@ -216,14 +217,37 @@ class StreamScrubber:
         self._fence = False  # inside a fence
         self._line = 0  # the current content line's leading spaces (0-3) if it has had nothing else, else -1
 
+    def _enter(self) -> None:
+        """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads)."""
+        if not self._busy.acquire(False):
+            raise RuntimeError("a StreamScrubber was called from two threads at once: use one scrubber "
+                               "per stream, from one thread at a time")
+
     def take_reasoning(self) -> str:
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
+        self._enter()
         text = "".join(self._reasoning_out)
         self._reasoning_out = []
+        self._busy.release()
         return text
 
     def feed(self, delta: str) -> str:
         """Take the next delta; return the text that can be shown now."""
+        self._enter()
+        try:
+            return self._feed(delta)
+        finally:
+            self._busy.release()
+
+    def flush(self) -> str:
+        """End the stream: return everything still held, blocks removed (no trimming)."""
+        self._enter()
+        try:
+            return self._flush()
+        finally:
+            self._busy.release()
+
+    def _feed(self, delta: str) -> str:
         if not isinstance(delta, str):
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
@@ -243,8 +267,7 @@ class StreamScrubber:
             return delta
         return self._run(self._held + delta, False)
 
-    def flush(self) -> str:
-        """End the stream: return everything still held, blocks removed (no trimming)."""
+    def _flush(self) -> str:
         if self._closed:
             return ""
         if self._whole:
@@ -256,7 +279,7 @@ class StreamScrubber:
                 self.removed += 1
                 self._closed = True
                 return ""
-            return self.feed(text) + self.flush()
+            return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and not self._held else self._run(self._held, True)
         if self._deferred is not None:
@@ -277,7 +300,7 @@ class StreamScrubber:
             return ""
         text = "".join(self._whole_parts)
         self._whole, self._whole_parts = 0, []
-        return self.feed(text)
+        return self._feed(text)
 
     # -- the state machine --------------------------------------------------------------------
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import re
-import string
 
-from . import _scan, _table
+from . import _scan
 from .openai import recover_response, should_recover
+from .screens import may_contain_markup
 
 __all__ = ["recover_response_bytes"]
 
@@ -31,7 +29,7 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if not should_recover(native, has_tools, 0):
         return body
     data = bytes(body) if isinstance(body, memoryview) else body
-    if not _table.may_contain_markup(data, formats=options.get("formats")):  # no JSON decoding at all
+    if not may_contain_markup(data, formats=options.get("formats")):  # no JSON decoding at all
         return body
     try:
         response = json.loads(data)
@@ -54,42 +52,3 @@ def dumps_compact(obj) -> bytes:
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: keep them escaped
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
-
-
-# Characters that JSON chunks carry outside strings anyway: as the first character of a literal,
-# one counts only when followed by what could continue the literal, end a string or escape.
-_STRUCTURAL = frozenset('{}[]:,"_') | frozenset(string.ascii_letters + string.digits)
-
-
-@functools.lru_cache(maxsize=16)
-def untouched_screen(literals: tuple):
-    """``untouched(data)``: nothing in the JSON bytes ``data`` can begin one of ``literals`` (as a
-    fresh scrubber reads them) or be a structured ``tool_calls`` entry.
-
-    That needs, for every first character of a literal: the character raw (or, for one JSON carries
-    anyway, followed by a possible second character, a closing quote or a backslash), or JSON-escaped
-    (``\\u003c``); and the key ``tool_calls``, raw or with an escaped letter.
-    """
-    needles = [b"tool_calls"]
-    patterns = []
-    escaped = set("tool_calls")
-    for first in sorted({literal[0] for literal in literals}):
-        escaped.add(first)
-        mine = [literal for literal in literals if literal[0] == first]
-        if first in _STRUCTURAL and all(len(literal) > 1 for literal in mine):
-            follow = "".join(sorted({literal[1] for literal in mine} | {'"', "\\"}))
-            patterns.append(re.compile(f"{re.escape(first)}[{re.escape(follow)}]".encode()).search)
-        else:
-            needles.append(first.encode())
-    escapes = re.compile("|".join(re.escape(f"\\u{ord(c):04x}") for c in sorted(escaped)).encode(), re.IGNORECASE)
-
-    def untouched(data) -> bool:
-        for needle in needles:
-            if needle in data:
-                return False
-        for search in patterns:
-            if search(data) is not None:
-                return False
-        return b"\\" not in data or b"\\u" not in data or escapes.search(data) is None  # memchr first
-
-    return untouched

@@ -6,12 +6,13 @@ downstream; ``recover_sse`` / ``arecover_sse`` wrap (async) iterables of byte ch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from ._drive import adrive, drive
-from .responses_bytes import dumps_compact, untouched_screen
+from .responses_bytes import dumps_compact
 from .stream import ChunkRecovery
 
 __all__ = ["MAX_EVENT", "SSERecovery", "arecover_sse", "recover_sse"]
@@ -80,10 +81,12 @@ class SSERecovery:
             raise ValueError(f"max_event must be >= 1, not {max_event}")
         self.chunks = ChunkRecovery(native=native, has_tools=has_tools, **options)
         self.max_event = max_event
-        self._untouched = untouched_screen(self.chunks.literals)
+        self._untouched = self.chunks.screen.untouched
+        self._fences = self.chunks.screen.fences  # skipped content must still be fed (see _follow)
         self._stops = _stops(self.chunks.starts)
         self._inside = _inside(self._stops)
         self._around: tuple | None = None  # a plain content event's bytes before and after its text
+        self._around_index = 0  # the choice index of that event
         self._tries = _TRIES  # events still to decode, though screened untouched, to find such an event
         self._buf = bytearray()  # the incomplete event (or a BOM's first bytes)
         self._scan = 0  # offset in _buf before which no event end starts
@@ -117,7 +120,9 @@ class SSERecovery:
                 before, after = around  # one event like the remembered one, around a text with nothing to act on
                 end = len(data) - len(after)
                 if end >= len(before) and data.startswith(before) and data.endswith(after) and (
-                        self._inside(data, len(before), end) is None):
+                        self._inside(data, len(before), end) is None) and len(data) <= self.max_event:
+                    if self._fences:
+                        self._follow(data[len(before):end])
                     return data
             elif self._tries:
                 return self._feed_and_clear(data)
@@ -154,7 +159,7 @@ class SSERecovery:
                 out.append(_BOM)
                 del buf[:3]
         self._events(out)
-        if len(buf) > self.max_event:
+        if _size(buf, len(buf)) > self.max_event:  # the event can only be oversized: pass it through
             self._over = bytes(buf[-3:])
             out.append(bytes(buf))
             buf.clear()
@@ -222,7 +227,10 @@ class SSERecovery:
                 if m is None:
                     break
                 end = m.end()
-                self._event(bytes(buf[pos:end]), out)
+                if m.start() - pos > self.max_event:  # oversized: verbatim, as in any other split
+                    out.append(bytes(buf[pos:end]))
+                else:
+                    self._event(bytes(buf[pos:end]), out)
             pos = end
         if pos == n and n and buf[n - 1] == 0x0D:  # an LF first in the next input completes this CR:
             self._lf = b"\n" if len(out) > sent else b""  # sent as the event was, or dropped with it
@@ -238,13 +246,32 @@ class SSERecovery:
         startswith, find, inside = buf.startswith, buf.find, self._inside
         skip, tail = len(before), len(after)
         pos = 0
+        texts = []
         while startswith(before, pos, limit):
             start = pos + skip
             end = find(b'"', start, limit)  # a plain text holds no quote: its end, if the suffix follows
-            if end < 0 or not startswith(after, end, limit) or inside(buf, start, end) is not None:
+            if end < 0 or not startswith(after, end, limit) or inside(buf, start, end) is not None or (
+                    end + tail - pos > self.max_event):
                 break
+            if self._fences:
+                texts.append(buf[start:end])
             pos = end + tail
+        if texts:
+            self._follow(*texts)
         return pos
+
+    def _follow(self, *texts) -> None:
+        """Feed the texts of events sent on undecoded to their choice (code fences on: they move the
+        line state). A text that is not UTF-8 would have made its event undecodable: it is skipped."""
+        try:
+            joined = b"".join(texts).decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            if len(texts) > 1:
+                for text in texts:
+                    self._follow(text)
+            return
+        with contextlib.suppress(ValueError):  # over MAX_CHOICES: the event is relayed unrecovered
+            self.chunks.follow(self._around_index, joined)
 
     def _event(self, raw: bytes, out: list) -> None:
         """One complete event (its final empty line included): append what replaces it."""
@@ -322,6 +349,7 @@ class SSERecovery:
         end = start + len(text)
         if raw[start - 1:start] == b'"' and raw[start:end] == text and raw[end:end + 1] == b'"':
             self._around = (raw[:start], raw[end:])
+            self._around_index = choice["index"]
 
     def _synthetic(self, chunks: list, lines: list, out: list | None = None) -> list:
         """Append one event per chunk, each with the ``event:`` lines of ``lines``."""
@@ -352,6 +380,14 @@ def arecover_sse(
     """``recover_sse`` over an async iterable; closing the result ``aclose()``-s ``chunks``."""
     recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options)
     return adrive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
+
+
+def _size(buf, end: int) -> int:
+    """The length of ``buf[:end]`` without the line endings it ends with: an incomplete event's size
+    as it will count once complete, whatever the split (its final line endings are not counted)."""
+    while end and buf[end - 1] in b"\r\n":
+        end -= 1
+    return end
 
 
 def _some(data: bytes) -> tuple:

@@ -6,18 +6,21 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from . import _scan
 from ._drive import adrive, drive
 from ._table import table_for
 from .openai import should_recover
+from .screens import screen_for
 
-__all__ = ["ChunkRecovery", "arecover_stream", "recover_stream"]
+__all__ = ["MAX_CHOICES", "ChunkRecovery", "arecover_stream", "recover_stream"]
 
 #: Where reasoning moved out of the content goes, in deltas and messages (DeepSeek's and vLLM's name).
 REASONING_KEY = "reasoning_content"
+#: Cap on the choices of one stream that are open at once (OpenAI's ``n`` is at most 128): a chunk that
+#: would open one more raises ValueError (``SSERecovery`` then relays its event unrecovered).
+MAX_CHOICES = 128
 
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
@@ -63,11 +66,16 @@ class ChunkRecovery:
     ``active`` counts the choices that may not behave like fresh ones. A choice is settled
     while it saw no structured call and every delta its scrubber was fed came back unchanged
     (so nothing is held, no block is open and none was removed). With no active choice, a
-    chunk whose strings hold none of ``starts`` (the characters that can begin markup) and
-    that carries no ``tool_calls`` cannot change anything: it passes without feeding any
-    scrubber, and ``SSERecovery`` sends such events without decoding them. A whole-message
-    format (``json_message`` …) reads every message from its start, so with one enabled
-    ``active`` is never 0 and every chunk is read.
+    chunk whose strings hold none of ``screen.starts`` (the characters that can begin markup,
+    and the backtick while code fences are on) and that carries no ``tool_calls`` cannot
+    change anything: it passes unchanged. With code fences off it is not even fed to a
+    scrubber (and ``SSERecovery`` sends such events without decoding them); with them on, its
+    text is still fed, since it moves the line state that decides whether a later backtick run
+    is a fence. A whole-message format (``json_message`` …) reads every message from its
+    start, so with one enabled ``active`` is never 0 and every chunk is read.
+
+    At most ``MAX_CHOICES`` choices may be open at once (a choice closes with its
+    ``finish_reason``): a chunk that would open one more raises ValueError.
     """
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
@@ -76,12 +84,13 @@ class ChunkRecovery:
         self.native = native
         self.has_tools = has_tools
         self.options = options
-        table = table_for(options.get("formats"))
-        self.literals = table.literals  #: the openers and markers scrubbed
-        self.starts = "".join(sorted({literal[0] for literal in self.literals}))  #: what can begin one
+        #: the screens, derived from the same table and fence setting as the scrubbers
+        self.screen = screen_for(table_for(options.get("formats")), options.get("code_fences", True))
+        self.starts = self.screen.starts  #: what can begin markup (or a fence run) in content
         # a whole-message format or a plain-word opener (phi4_mini): no choice is ever skipped
-        self._floor = 1 if table.whole or table.anchored else 0
-        self._opens = re.compile(f"[{re.escape(self.starts)}]" if self.starts else "(?!)").search
+        self._floor = 1 if self.screen.every else 0
+        self._opens = self.screen.opens
+        self._fences = self.screen.fences
         self.recovered = 0  #: tool calls recovered and emitted so far, all choices
         self._choices: dict = {}
         self.active = self._floor  #: choices that may not behave like fresh ones (read-only)
@@ -101,8 +110,11 @@ class ChunkRecovery:
                     content = delta.get("content")
                     if delta.get("tool_calls") or (isinstance(content, str) and self._opens(content)):
                         break
-            else:
-                return [chunk]  # all settled, and nothing that could open a block: nothing to do
+            else:  # all settled, and nothing that could open a block or a fence: nothing to change
+                if self._fences or self._choices:
+                    self._passed(choices)
+                return [chunk]
+        self._room(choices)
         self._template = chunk
         before, after = [], []
         main_choices = []
@@ -136,7 +148,43 @@ class ChunkRecovery:
         self.active = self._floor
         return out
 
+    def follow(self, index: int, text: str) -> None:
+        """Feed a content ``text`` that holds none of ``starts``, sent on unchanged without a chunk
+        being decoded (``SSERecovery``), to choice ``index``: it moves that choice's line state."""
+        state = self._choices.get(index)
+        if state is None:
+            self._room(({"index": index},))
+            state = self._choices[index] = _Choice(self.options)
+        state.scrubber.feed(text)
+
     # -- one choice ---------------------------------------------------------------------------
+
+    def _passed(self, choices: list) -> None:
+        """After a chunk passed unchanged: its content fed (code fences on: see the class doc), and
+        its finished choices forgotten (they start afresh)."""
+        fences = self._fences
+        if fences:
+            self._room(choices)
+        for choice in choices:
+            index = choice["index"]
+            if fences:
+                delta = choice.get("delta")
+                content = delta.get("content") if delta else None
+                if isinstance(content, str) and content:
+                    self.follow(index, content)
+            if choice.get("finish_reason") is not None:
+                self._choices.pop(index, None)
+
+    def _room(self, choices) -> None:
+        """Raise ValueError, before any state changes, if ``choices`` would open more than
+        ``MAX_CHOICES`` choices at once."""
+        known = self._choices
+        if len(known) + len(choices) <= MAX_CHOICES:
+            return
+        new = {choice["index"] for choice in choices if choice["index"] not in known}
+        if len(known) + len(new) > MAX_CHOICES:
+            raise ValueError(f"a stream may have at most {MAX_CHOICES} choices open at once "
+                             f"(choice index {min(new)} would open one more)")
 
     def _choice(self, chunk: dict, choice: dict, before: list, after: list):
         """The choice to keep in the chunk (``choice`` itself when unchanged, None to drop it);
