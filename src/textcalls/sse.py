@@ -87,6 +87,9 @@ class SSERecovery:
         self._inside = _inside(self._stops)
         self._around: tuple | None = None  # a plain content event's bytes before and after its text
         self._around_index = 0  # the choice index of that event
+        # that choice's scrubber is known to be mid-line: the texts of further events sent on undecoded
+        # (never a line ending: they hold no backslash) cannot move its line state, so need no feeding
+        self._midline = False
         self._tries = _TRIES  # events still to decode, though screened untouched, to find such an event
         self._buf = bytearray()  # the incomplete event (or a BOM's first bytes)
         self._scan = 0  # offset in _buf before which no event end starts
@@ -121,7 +124,7 @@ class SSERecovery:
                 end = len(data) - len(after)
                 if end >= len(before) and data.startswith(before) and data.endswith(after) and (
                         self._inside(data, len(before), end) is None) and len(data) <= self.max_event:
-                    if self._fences:
+                    if self._fences and not self._midline:
                         self._follow(data[len(before):end])
                     return data
             elif self._tries:
@@ -253,7 +256,7 @@ class SSERecovery:
             if end < 0 or not startswith(after, end, limit) or inside(buf, start, end) is not None or (
                     end + tail - pos > self.max_event):
                 break
-            if self._fences:
+            if self._fences and not self._midline:
                 texts.append(buf[start:end])
             pos = end + tail
         if texts:
@@ -272,6 +275,7 @@ class SSERecovery:
             return
         with contextlib.suppress(ValueError):  # over MAX_CHOICES: the event is relayed unrecovered
             self.chunks.follow(self._around_index, joined)
+            self._midline = self._midline or bool(joined.strip(" "))
 
     def _event(self, raw: bytes, out: list) -> None:
         """One complete event (its final empty line included): append what replaces it."""
@@ -291,6 +295,7 @@ class SSERecovery:
             return
         payload = b"\n".join(data)
         if payload == _DONE:
+            self._midline = False
             self._synthetic(self.chunks.close(), lines, out)
             out.append(raw)
             return
@@ -298,6 +303,7 @@ class SSERecovery:
             self._tries -= 1
         try:
             chunk = json.loads(payload)
+            self._midline = False  # a decoded event may hold a line ending
             chunks = self.chunks.push(chunk)
         except (ValueError, TypeError, RecursionError):  # not JSON, or not a chunk
             out.append(raw)
