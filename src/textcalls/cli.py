@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import re
 import sys
 
 from . import IMPLEMENTATION, __version__
 from .openai import recover_response
 from .parse import parse
+from .proxy import BODY_TIMEOUT, CONNECT_TIMEOUT, MAX_CONNECTIONS, READ_TIMEOUT
 from .sse import SSERecovery
 
 # An SSE capture opens (after a BOM and blank lines) with a field or a comment, and has a data: line.
@@ -49,17 +51,41 @@ def _listen(value: str) -> tuple:
     return host, int(port)
 
 
+def _seconds(flag: str, value) -> float:
+    """A flag's number of seconds: finite and > 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{flag} must be a number of seconds > 0, not {value!r}")
+    return seconds
+
+
+def _connections(value) -> int:
+    text = str(value)
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"--max-connections must be an integer >= 1, not {value!r}")
+    return int(text)
+
+
 def _proxy(args, parser: argparse.ArgumentParser) -> int:
     from .proxy import check_upstream, run
 
     try:
         upstream = check_upstream(args.upstream)
         host, port = _listen(args.listen)
+        options = {
+            "connect_timeout": _seconds("--connect-timeout", args.connect_timeout),
+            "read_timeout": _seconds("--read-timeout", args.read_timeout),
+            "body_timeout": _seconds("--body-timeout", args.body_timeout),
+            "max_connections": _connections(args.max_connections),
+        }
     except ValueError as e:
         parser.error(str(e))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        run(upstream, host=host, port=port, native=args.native)
+        run(upstream, host=host, port=port, native=args.native, **options)
     except ImportError as e:
         parser.exit(1, f"textcalls proxy: error: {e}\n")
     except OSError as e:  # the address cannot be resolved or bound
@@ -106,6 +132,17 @@ def main(argv: list[str] | None = None) -> int:
                       help="the upstream returns structured calls itself: recover only choices without any (default)")
     gate.add_argument("--prompt-guided", dest="native", action="store_false",
                       help="tools are described in the prompt: always recover")
+    proxy.add_argument("--connect-timeout", default=CONNECT_TIMEOUT, metavar="SECONDS",
+                       help="seconds to open an upstream connection (else 502), and to wait for a free one when "
+                       f"--max-connections are busy (else 503) (default {CONNECT_TIMEOUT:g})")
+    proxy.add_argument("--read-timeout", default=READ_TIMEOUT, metavar="SECONDS",
+                       help="seconds the upstream may stay silent: before it answers (else 504) or within its answer "
+                       f"(else the answer is cut off) (default {READ_TIMEOUT:g})")
+    proxy.add_argument("--body-timeout", default=BODY_TIMEOUT, metavar="SECONDS",
+                       help="seconds a client has to send its whole request body (else 408) "
+                       f"(default {BODY_TIMEOUT:g})")
+    proxy.add_argument("--max-connections", default=MAX_CONNECTIONS, metavar="N",
+                       help=f"cap on concurrent upstream connections (default {MAX_CONNECTIONS})")
     args = parser.parse_args(argv)
     if args.command == "proxy":
         return _proxy(args, proxy)

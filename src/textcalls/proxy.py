@@ -4,8 +4,9 @@
 through ``SSERecovery`` as they arrive, others through ``recover_response_bytes``, with the
 request's tools given to the scrubbers (values typed by their schemas; a call of a tool the
 request did not offer stays text). Every other request, and every answer that is not a 200
-in plain JSON or SSE, is relayed as it is. Needs aiohttp (``pip install 'textcalls[proxy]'``),
-imported only when a proxy is built.
+in plain JSON or SSE, is relayed as it is. Only origin-form request targets (``/path?query``) are
+relayed; any other target is a 400 that never reaches the upstream. Needs aiohttp
+(``pip install 'textcalls[proxy]'``), imported only when a proxy is built.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import signal
 import time
 from urllib.parse import urlsplit
@@ -21,9 +23,10 @@ from urllib.parse import urlsplit
 from . import _scan
 from .openai import should_recover
 from .responses_bytes import recover_response_bytes
-from .sse import SSERecovery
+from .sse import MAX_EVENT, SSERecovery
 
-__all__ = ["CHAT_PATH", "MAX_REQUEST", "MAX_RESPONSE", "check_upstream", "create_app", "run", "start"]
+__all__ = ["BODY_TIMEOUT", "CHAT_PATH", "CONNECT_TIMEOUT", "MAX_CONNECTIONS", "MAX_REQUEST", "MAX_RESPONSE",
+           "READ_TIMEOUT", "check_upstream", "create_app", "run", "start"]
 
 log = logging.getLogger("textcalls.proxy")
 
@@ -32,6 +35,15 @@ CHAT_PATH = "/v1/chat/completions"
 MAX_REQUEST = 64 << 20
 #: Cap, in bytes, on a non-streamed answer held to recover it; a larger one is relayed as it is.
 MAX_RESPONSE = 64 << 20
+#: Default seconds to open an upstream connection, and to wait for a free one when all are busy.
+CONNECT_TIMEOUT = 10.0
+#: Default seconds the upstream may stay silent: before its answer starts (a model may think a long
+#: time before its first byte) and between any two reads of the answer.
+READ_TIMEOUT = 600.0
+#: Default seconds a client has to send its whole request body.
+BODY_TIMEOUT = 60.0
+#: Default cap on concurrent upstream connections.
+MAX_CONNECTIONS = 100
 #: Headers that describe one connection, never forwarded (RFC 9110 7.6.1), plus proxy-connection.
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
@@ -73,42 +85,152 @@ def _forwarded(headers, drop) -> list:
     return [(k, v) for k, v in headers.items() if k.lower() not in drop and k.lower() not in listed]
 
 
-def _offered_tools(body: bytes) -> list | None:
-    """The non-empty ``tools`` list of a JSON request, else None."""
+def _origin_form(target: str) -> bool:
+    """Whether a request target is a path (origin form, ``/path?query``): one ``/`` first, not two.
+
+    Absolute form (``http://host/…``, ``munity://…``), authority form (``host:443``), ``*`` and
+    ``//host/…`` are not: appended to the upstream URL, they could change its host or port.
+    """
+    return target[:1] == "/" and target[1:2] != "/"
+
+
+def _seconds(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
+    return float(value)
+
+
+def _count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, not {value}")
+    return value
+
+
+def _json_type(value) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _offered_tools(body: bytes) -> tuple:
+    """What a chat request offers to recover with, as ``(tools, why)``.
+
+    ``(functions, None)`` for a non-empty ``tools`` list whose every entry is an OpenAI function tool
+    (``{"type": "function", "function": {"name": non-empty str, "parameters": object or absent}}``)
+    or another well-formed tool (an object whose string ``type`` is not ``"function"``, e.g.
+    ``custom``): the function tools, the others left out (a call naming one stays text).
+    ``(None, None)`` when the request offers no tools (or is not a JSON object). ``(None, why)`` when
+    ``tools`` is malformed: the request is then relayed unrecovered, never recovered without a filter.
+    """
     try:
         request = json.loads(body)
     except (ValueError, RecursionError):
-        return None
+        return None, None
     tools = request.get("tools") if isinstance(request, dict) else None
-    return tools if isinstance(tools, list) and tools else None
+    if tools is None or tools == []:
+        return None, None
+    if not isinstance(tools, list):
+        return None, f"tools is {_json_type(tools)}, not an array"
+    functions = []
+    for i, tool in enumerate(tools):
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind == "function":
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(name, str) or not name:
+                return None, f"tools[{i}] is a function tool without a function name"
+            if function.get("parameters") is not None and not isinstance(function["parameters"], dict):
+                return None, f"tools[{i}].function.parameters is {_json_type(function['parameters'])}, not an object"
+            functions.append(tool)
+        elif not isinstance(kind, str):
+            what = "an object without a string type" if isinstance(tool, dict) else _json_type(tool)
+            return None, f"tools[{i}] is {what}, not a tool"
+    return functions, None
 
 
-def _options(tools: list) -> dict:
-    """Scrubber options for a request offering ``tools``: the tools themselves, so that values are
-    typed by their schemas and calls of tools not offered stay text, unless the scrubber cannot
-    read them (tools that are not all functions): then none."""
-    try:
-        _scan.impl.StreamScrubber(tools=tools)
-    except (TypeError, ValueError):
-        return {}
-    return {"tools": tools}
+class _BodyTimeout(Exception):
+    """The client took longer than the body timeout to send its request body."""
+
+
+class _Body:
+    """A relayed request body, streamed upstream as the client sends it; iterating it raises
+    ``_BodyTimeout`` (and sets ``timed_out``) once the whole body took over ``timeout`` seconds."""
+
+    def __init__(self, content, timeout: float) -> None:
+        self.content = content
+        self.timeout = timeout
+        self.timed_out = False
+
+    async def __aiter__(self):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while True:
+            try:
+                data = await asyncio.wait_for(self.content.readany(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                self.timed_out = True
+                raise _BodyTimeout from None
+            if not data:
+                return
+            yield data
+
+
+def _connect_timeout(aiohttp, e) -> bool:
+    """Whether the client timeout ``e`` was opening the connection, not waiting for data."""
+    cls = getattr(aiohttp, "ConnectionTimeoutError", None)  # aiohttp >= 3.10
+    if cls is not None:
+        return isinstance(e, cls)
+    return str(e).startswith("Connection timeout")  # aiohttp 3.9: one class for both
 
 
 class _Proxy:
     """The handler and the upstream session of one app."""
 
-    def __init__(self, upstream: str, native: bool) -> None:
+    def __init__(self, upstream: str, native: bool, *, connect_timeout: float, read_timeout: float,
+                 body_timeout: float, max_connections: int, max_event: int) -> None:
         self.aiohttp, self.web = _aiohttp()
+        from yarl import URL  # an aiohttp dependency
+
         self.upstream = upstream
+        url = URL(upstream)
+        self.origin = (url.scheme, url.host, url.port)  # every URL requested has exactly these
         self.native = native
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.body_timeout = body_timeout
+        self.max_connections = max_connections
+        self.max_event = max_event
         self.session = None
+        self.slots = None  # one per upstream connection in use: waiting for one is bounded in time
         self.sending: dict = {}  # id(request) -> the status its response started with (for the log line)
 
     async def session_context(self, app):
         aiohttp = self.aiohttp
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
-        async with aiohttp.ClientSession(auto_decompress=False, timeout=timeout) as self.session:
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout,
+                                        sock_read=self.read_timeout)
+        connector = aiohttp.TCPConnector(limit=self.max_connections)
+        self.slots = asyncio.Semaphore(self.max_connections)
+        async with aiohttp.ClientSession(connector=connector, auto_decompress=False, timeout=timeout) as self.session:
             yield
+
+    @property
+    def middleware(self):
+        """Sends the requests whose target the router cannot even match (``*``, ``host:443``) to
+        ``handle`` too, which answers them 400."""
+        handle = self.handle
+
+        @self.web.middleware
+        async def every_target(request, handler):
+            if _origin_form(request.raw_path):
+                return await handler(request)
+            return await handle(request)
+
+        return every_target
 
     async def handle(self, request):
         """Relay one request, recovering where it applies; log one line about it."""
@@ -126,33 +248,101 @@ class _Proxy:
             raise
         finally:
             self.sending.pop(id(request), None)
-            log.info("%s %s %s %s %.1fms", request.method, request.path_qs, status, how,
-                     (time.perf_counter() - started) * 1000)
+            target = request.path_qs if _origin_form(request.raw_path) else request.raw_path
+            log.info("%s %s %s %s %.1fms", request.method, target, status, how, (time.perf_counter() - started) * 1000)
+
+    def _error(self, status: int, kind: str, message: str):
+        body = {"error": {"message": message, "type": kind, "param": None, "code": status}}
+        return self.web.json_response(body, status=status)
+
+    async def _close_with(self, request, response):
+        """Send ``response`` now, then close the connection (the rest of the request body is not read)."""
+        response.force_close()
+        with contextlib.suppress(ConnectionError):
+            await response.prepare(request)
+            await response.write_eof()
+        request.protocol.force_close()  # flushes what was written; no lingering over an unread body
+        return response
+
+    async def _body_timed_out(self, request) -> tuple:
+        log.warning("%s %s: the client did not send its request body within %g s", request.method,
+                    request.path_qs, self.body_timeout)
+        message = f"the request body was not received within {self.body_timeout:g} s"
+        return await self._close_with(request, self._error(408, "request_timeout", message)), "request body timeout"
+
+    def _bad_target(self, request) -> tuple:
+        message = ("the request target must be a path starting with one '/' (origin form): absolute-form, "
+                   "authority-form and '*' targets are not relayed")
+        return self._error(400, "invalid_request_error", message), "bad request target"
 
     async def _handle(self, request) -> tuple:
         from multidict import CIMultiDict
         from yarl import URL
 
+        if not _origin_form(request.raw_path):
+            return self._bad_target(request)
+        try:
+            url = URL(self.upstream + request.raw_path, encoded=True)
+            origin = (url.scheme, url.host, url.port)
+        except ValueError:
+            origin = None
+        if origin != self.origin:  # cannot happen for a path; checked all the same
+            log.warning("%s %s: not relayed: the target would change the upstream's origin", request.method,
+                        request.path_qs)
+            return self._bad_target(request)
         headers = CIMultiDict(_forwarded(request.headers, _REQUEST_DROP))
-        tools = None
+        tools, body = None, None
         if request.method == "POST" and request.path == CHAT_PATH:
-            data = await request.read()  # over MAX_REQUEST aiohttp answers 413
-            tools = _offered_tools(data)
+            try:  # over MAX_REQUEST: 413
+                if request.content.is_eof():  # all here already (the common case): no timer needed
+                    data = await request.read()
+                else:
+                    data = await asyncio.wait_for(request.read(), self.body_timeout)
+            except asyncio.TimeoutError:
+                return await self._body_timed_out(request)
+            tools, why = _offered_tools(data)
+            if why is not None:
+                log.warning("%s %s: not recovered, relayed as it is: %s", request.method, request.path_qs, why)
             if tools is not None:
                 headers["Accept-Encoding"] = "identity"  # the answer must be readable to recover it
+        elif request.body_exists:
+            data = body = _Body(request.content, self.body_timeout)
         else:
-            data = request.content if request.body_exists else None
+            data = None
+        try:
+            if self.slots.locked():
+                await asyncio.wait_for(self.slots.acquire(), self.connect_timeout)
+            else:
+                await self.slots.acquire()  # returns at once
+        except asyncio.TimeoutError:
+            log.warning("%s %s: all %d upstream connections stayed busy for %g s", request.method,
+                        request.path_qs, self.max_connections, self.connect_timeout)
+            message = (f"all {self.max_connections} upstream connections stayed busy for "
+                       f"{self.connect_timeout:g} s: try again later")
+            return self._error(503, "service_unavailable", message), "no free upstream connection"
+        answered = False
         try:
             async with self.session.request(
-                request.method, URL(self.upstream + request.raw_path, encoded=True), headers=headers,
-                data=data, allow_redirects=False, skip_auto_headers=_NO_AUTO_HEADERS,
+                request.method, url, headers=headers, data=data, allow_redirects=False,
+                skip_auto_headers=_NO_AUTO_HEADERS,
             ) as upstream:
+                answered = True
                 return await self._relay(request, upstream, tools)
-        except (self.aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
-            # Only raised before an answer was started: _pump handles everything after.
-            message = f"upstream unreachable: {e or type(e).__name__}"
-            body = {"error": {"message": message, "type": "bad_gateway", "param": None, "code": 502}}
-            return self.web.json_response(body, status=502), "bad gateway"
+        except (self.aiohttp.ClientError, asyncio.TimeoutError, OSError, _BodyTimeout) as e:
+            if id(request) in self.sending:  # the answer had started: _pump handles what follows
+                raise
+            if body is not None and body.timed_out:
+                return await self._body_timed_out(request)
+            if isinstance(e, asyncio.TimeoutError) and not _connect_timeout(self.aiohttp, e):
+                if answered:
+                    message = f"upstream sent nothing more for {self.read_timeout:g} s"
+                else:
+                    message = f"upstream did not answer within {self.read_timeout:g} s"
+                return self._error(504, "gateway_timeout", message), "gateway timeout"
+            message = f"upstream {'broke off' if answered else 'unreachable'}: {e or type(e).__name__}"
+            return self._error(502, "bad_gateway", message), "bad gateway"
+        finally:
+            self.slots.release()
 
     async def _relay(self, request, upstream, tools: list | None) -> tuple:
         """Send the upstream answer on (recovered when ``tools`` were offered); return the response
@@ -166,9 +356,9 @@ class _Proxy:
         recover = tools is not None and plain and upstream.status == 200
         if recover and content_type.startswith("text/event-stream"):
             headers.popall("Content-Length", None)
-            recovery = SSERecovery(native=self.native, has_tools=True, **_options(tools))
+            recovery = SSERecovery(native=self.native, has_tools=True, max_event=self.max_event, tools=tools)
             response = web.StreamResponse(status=200, headers=headers)
-            how = await self._pump(request, response, upstream, [], recovery.feed, recovery.close)
+            how = await self._pump(request, response, upstream, [], recovery)
             return response, f"sse recovered={recovery.recovered}{how}"
         if recover and "json" in content_type:
             held, size = [], 0
@@ -176,7 +366,7 @@ class _Proxy:
                 data = await upstream.content.readany()
                 if not data:
                     body = b"".join(held)
-                    new = recover_response_bytes(body, native=self.native, has_tools=True, **_options(tools))
+                    new = recover_response_bytes(body, native=self.native, has_tools=True, tools=tools)
                     if new is body:
                         return web.Response(status=200, headers=headers, body=body), "json unchanged"
                     headers.popall("Content-Length", None)
@@ -188,11 +378,13 @@ class _Proxy:
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
         return response, "relayed" + await self._pump(request, response, upstream, [])
 
-    async def _pump(self, request, response, upstream, held: list, feed=None, close=None) -> str:
-        """Send ``held`` and the rest of the upstream body (through ``feed``/``close``) to the client.
+    async def _pump(self, request, response, upstream, held: list, recovery: SSERecovery | None = None) -> str:
+        """Send ``held`` and the rest of the upstream body (through ``recovery``) to the client.
 
-        Returns "" or why it stopped early: the client left, or the upstream broke off (the client
-        connection is then closed, so the client sees a truncated answer, not a complete one).
+        Returns "" or why it stopped early: the client left, or the upstream broke off: reading failed
+        or timed out, or the body of a recovered stream ended inside an event. The client connection
+        is then closed, so the client sees a truncated answer, not a complete one, and ``recovery``
+        is not closed: markup it holds is never released as content.
         """
         try:
             self.sending[id(request)] = response.status
@@ -202,47 +394,67 @@ class _Proxy:
             while True:
                 try:
                     data = await upstream.content.readany()
-                except (self.aiohttp.ClientError, asyncio.TimeoutError) as e:
-                    log.warning("%s %s: upstream broke off: %s", request.method, request.path_qs,
-                                e or type(e).__name__)
-                    if request.transport is not None:
-                        request.transport.close()
-                    return ", upstream broke off"
+                except (self.aiohttp.ClientError, asyncio.TimeoutError, OSError, _BodyTimeout) as e:
+                    return self._broke_off(request, e or type(e).__name__)
                 if not data:
                     break
-                if feed is not None:
-                    data = feed(data)
+                if recovery is not None:
+                    data = recovery.feed(data)
                 if data:
                     await response.write(data)
-            if close is not None:
-                data = close()
+            if recovery is not None:
+                if recovery.incomplete:
+                    return self._broke_off(request, "its body ended inside an event")
+                data = recovery.close()
                 if data:
                     await response.write(data)
             await response.write_eof()
-        except ConnectionResetError:
+        except ConnectionError:
             return ", client gone"
         return ""
 
+    def _broke_off(self, request, why) -> str:
+        log.warning("%s %s: upstream broke off: %s", request.method, request.path_qs, why)
+        if request.transport is not None:
+            request.transport.close()
+        return ", upstream broke off"
 
-def create_app(upstream: str, *, native: bool = True):
+
+def create_app(upstream: str, *, native: bool = True, connect_timeout: float = CONNECT_TIMEOUT,
+               read_timeout: float = READ_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
+               max_connections: int = MAX_CONNECTIONS, max_event: int = MAX_EVENT):
     """An ``aiohttp.web.Application`` proxying to ``upstream`` (see the module docstring).
+
+    ``connect_timeout``: seconds to wait for a free upstream connection when ``max_connections``
+    are busy (then 503), and again to open one (then 502). ``read_timeout``: seconds the upstream
+    may stay silent, before its answer (then 504) or within it (then the answer is cut off).
+    ``body_timeout``: seconds a client has to send its whole request body (then 408, and the
+    connection is closed). ``max_event``: ``SSERecovery``'s cap on one held event.
 
     Serve it with ``handler_cancellation=True`` (as ``start`` does) so that a client that
     disconnects cancels its upstream request at once.
     """
     upstream = check_upstream(upstream)
     should_recover(native, True, 0)  # type-checks native
-    proxy = _Proxy(upstream, native)
-    app = proxy.web.Application(client_max_size=MAX_REQUEST)
+    proxy = _Proxy(upstream, native, connect_timeout=_seconds("connect_timeout", connect_timeout),
+                   read_timeout=_seconds("read_timeout", read_timeout),
+                   body_timeout=_seconds("body_timeout", body_timeout),
+                   max_connections=_count("max_connections", max_connections),
+                   max_event=_count("max_event", max_event))
+    app = proxy.web.Application(client_max_size=MAX_REQUEST, middlewares=[proxy.middleware])
     app.cleanup_ctx.append(proxy.session_context)
     app.router.add_route("*", "/{tail:.*}", proxy.handle)
     return app
 
 
-async def start(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True):
-    """Start a proxy; return its ``aiohttp.web.AppRunner`` (``addresses``; ``await cleanup()`` stops it)."""
+async def start(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True, **options):
+    """Start a proxy; return its ``aiohttp.web.AppRunner`` (``addresses``; ``await cleanup()`` stops it).
+
+    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``).
+    """
     web = _aiohttp()[1]
-    runner = web.AppRunner(create_app(upstream, native=native), handler_cancellation=True, access_log=None)
+    runner = web.AppRunner(create_app(upstream, native=native, **options), handler_cancellation=True,
+                           access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -252,13 +464,13 @@ async def start(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, nat
     return runner
 
 
-def run(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True) -> None:
-    """Serve until SIGTERM (then return) or Ctrl-C (KeyboardInterrupt propagates)."""
-    asyncio.run(_serve(upstream, host, port, native))
+def run(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True, **options) -> None:
+    """Serve until SIGTERM (then return) or Ctrl-C (KeyboardInterrupt propagates); ``options`` as ``start``."""
+    asyncio.run(_serve(upstream, host, port, native, options))
 
 
-async def _serve(upstream: str, host: str, port: int, native: bool) -> None:
-    runner = await start(upstream, host=host, port=port, native=native)
+async def _serve(upstream: str, host: str, port: int, native: bool, options: dict) -> None:
+    runner = await start(upstream, host=host, port=port, native=native, **options)
     try:
         if urlsplit(upstream).path.endswith("/v1"):
             log.warning("the upstream URL ends with /v1 and request paths (/v1/...) are appended to it: "
