@@ -355,6 +355,19 @@ def test_a_close_delimited_body_ending_between_events_is_a_complete_answer(impl,
     assert sse(reply.body) == ("Hello world. <tool_", [], None)
 
 
+@pytest.mark.parametrize("cut", [True, False])
+def test_a_relayed_close_delimited_event_stream_cut_mid_event_is_a_broken_answer(net, logs, cut):
+    # No tools: the stream is relayed byte for byte, unrecovered; its end is still judged by the events.
+    pieces = [ROLE, content("Hello "), *([HALF] if cut else [FINISH, DONE])]
+    stub = net.upstream(script_of(pieces, framing="close", cut=cut, end="close"))
+    port = net.proxy(stub.url)
+    reply = send(port, chat(tools=None))
+    assert reply.status == 200 and reply.body == b"".join(pieces)  # every byte relayed as it came
+    assert reply.complete is not cut and reply.closed is cut
+    if cut:
+        assert wait_until(lambda: any("ended inside an event" in m for m in logs(logging.WARNING)))
+
+
 # --- timeouts --------------------------------------------------------------------------------------
 
 

@@ -153,6 +153,18 @@ def _offered_tools(body: bytes) -> tuple:
     return functions, None
 
 
+def _ends_event(tail: bytes) -> bool:
+    """Whether an event stream whose last bytes are ``tail`` ends with an empty line (the end of an
+    event): a line ending (CRLF, LF or CR) right after another one."""
+    if tail.endswith(b"\r\n"):
+        rest = tail[:-2]
+    elif tail.endswith((b"\n", b"\r")):
+        rest = tail[:-1]
+    else:
+        return False
+    return rest.endswith((b"\n", b"\r"))
+
+
 class _BodyTimeout(Exception):
     """The client took longer than the body timeout to send its request body."""
 
@@ -376,16 +388,19 @@ class _Proxy:
             response = web.StreamResponse(status=200, headers=headers)
             return response, "json too large, relayed" + await self._pump(request, response, upstream, held)
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
-        return response, "relayed" + await self._pump(request, response, upstream, [])
+        events = plain and content_type.startswith("text/event-stream")  # must end at an event's end
+        return response, "relayed" + await self._pump(request, response, upstream, [], events=events)
 
-    async def _pump(self, request, response, upstream, held: list, recovery: SSERecovery | None = None) -> str:
+    async def _pump(self, request, response, upstream, held: list, recovery: SSERecovery | None = None,
+                    events: bool = False) -> str:
         """Send ``held`` and the rest of the upstream body (through ``recovery``) to the client.
 
         Returns "" or why it stopped early: the client left, or the upstream broke off: reading failed
-        or timed out, or the body of a recovered stream ended inside an event. The client connection
-        is then closed, so the client sees a truncated answer, not a complete one, and ``recovery``
-        is not closed: markup it holds is never released as content.
+        or timed out, or the body of an event stream (recovered, or relayed with ``events``) ended
+        inside an event. The client connection is then closed, so the client sees a truncated answer,
+        not a complete one, and ``recovery`` is not closed: markup it holds is never released as content.
         """
+        tail = b""  # the last bytes relayed, with ``events``
         try:
             self.sending[id(request)] = response.status
             await response.prepare(request)
@@ -400,8 +415,12 @@ class _Proxy:
                     break
                 if recovery is not None:
                     data = recovery.feed(data)
+                elif events:
+                    tail = (tail + data)[-4:]
                 if data:
                     await response.write(data)
+            if tail and not _ends_event(tail):
+                return self._broke_off(request, "its event stream ended inside an event")
             if recovery is not None:
                 if recovery.incomplete:
                     return self._broke_off(request, "its body ended inside an event")
