@@ -1,0 +1,71 @@
+"""The field corpus (``field/cases.jsonl``): leaked tool calls that users pasted into public bug reports,
+each with its source thread and the calls and visible text a careful reader says the model meant (decided
+by reading, not by running the parser). Both implementations, whole and in random splits.
+
+Not every sample is recovered yet: ``GAPS`` lists those that are not (the work of issue 8). They are
+strict expected failures, so a sample that starts passing must leave the list, and one that passes today
+can never silently regress.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import random
+
+import pytest
+
+from textcalls import parse
+
+from .streams import feed_in_pieces
+
+CASES = [json.loads(line) for line in (pathlib.Path(__file__).parent / "field" / "cases.jsonl").open(encoding="utf-8")]
+GAPS = frozenset("""
+anthropic_xml-01 bare_json-01 bare_json-02 bare_json-03 bare_json-05 bare_json-06 bare_json-07
+bracket_tool_call-01 bracket_tool_call-02 deepseek_dsml-03 gemini_default_api-01 gemma4-03 gemma4-04 glm-01
+granite-02 harmony-01 harmony-02 harmony-03 hermes-02 kimi_k2-01 kimi_k2-02 kimi_k2-03 kimi_k2-04 kimi_k3-01
+llama3-01 llama3-02 llama3-03 llama3-04 llama4-01 llama4-02 minimax_m2-03 minimax_m2-04 minimax_m3-01
+minimax_m3-02 mistral-01 mistral-02 name_json-01 qwen3_coder-01 qwen3_coder-04 qwen3_coder-06 toolname_xml-01
+transcript_mimicry-01
+""".split())
+
+
+def _options(case) -> dict:
+    names = case["tools"]
+    if not names:
+        return {}
+    return {"tools": [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]}
+
+
+def _id(case) -> str:
+    return case["id"]
+
+
+def test_the_corpus_is_well_formed():
+    ids = [case["id"] for case in CASES]
+    assert len(ids) == len(set(ids)) and GAPS <= set(ids)
+    for case in CASES:
+        assert case["source"].startswith("https://github.com/") and isinstance(case["text"], str)
+        assert all(isinstance(c["name"], str) and isinstance(c["arguments"], dict) for c in case["expected_calls"])
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=_id(c), marks=pytest.mark.xfail(
+    strict=True, reason="not recovered yet (issue 8)")) if c["id"] in GAPS else pytest.param(c, id=_id(c))
+    for c in CASES])
+def test_the_calls_a_reader_sees_are_recovered(impl, case):
+    p = parse(case["text"], **_options(case))
+    assert [(c.name, json.loads(c.arguments)) for c in p.calls] == [
+        (c["name"], c["arguments"]) for c in case["expected_calls"]]
+    assert p.content == case["expected_content"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_any_split_of_a_field_sample_gives_what_parse_gives(impl, case):
+    text, options = case["text"], _options(case)
+    p = parse(text, **options)
+    whole = feed_in_pieces(impl, text, [], **options)
+    assert (whole[0].strip(), whole[2], whole[3]) == (p.content, [(c.name, c.arguments) for c in p.calls], p.removed)
+    rng = random.Random(case["id"])
+    for _ in range(5):
+        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(1, 12))))
+        assert feed_in_pieces(impl, text, cuts, **options) == whole
