@@ -11,7 +11,9 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
-from textcalls._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for
+from textcalls._table import (
+    CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_unterminated, read_whole, table_for,
+)
 from textcalls.dialects import Context
 from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 from textcalls.screens import may_contain_markup
@@ -642,9 +644,15 @@ cdef class StreamScrubber:
                 self._poison_until = max(self._poison_until, NEVER if kind == LX_END else gbody + self.max_block + 1)
                 closer = self._spec.table.blocks[self._k].closer or ""
                 c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
+                calls = None
+                if c < 0 and kind == LX_END:  # the message ended inside the block: a call if complete
+                    calls = read_unterminated(self._spec.table, self._k, self._opener, body, self._ctx)
                 if c >= 0:
                     self._finish(body[:c], out, closer)
                     s, base = body[c + len(closer):], gbody + c + len(closer)
+                elif calls is not None:
+                    self._finish(body, out, "", calls)
+                    s, base = "", gbody + PyUnicode_GET_LENGTH(body)
                 else:
                     self._emit(out, self._opener[:1])
                     s, base = self._opener[1:] + body, self._gopen + 1
@@ -871,8 +879,10 @@ cdef class StreamScrubber:
         self._depth = 0
         self._lead = True
 
-    cdef int _finish(self, str body, list out, str closer) except -1:
-        calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
+    cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:
+        """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
+        if calls is None:
+            calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._extract:  # a rehearsal, unless the span never closes

@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 import threading
 
-from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_whole, table_for, word_tail
+from ._table import (
+    CALLS_IN_REASONING,
+    UNKNOWN_TOOLS,
+    read_block,
+    read_unterminated,
+    read_whole,
+    table_for,
+    word_tail,
+)
 from .dialects import Context
 from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 from .screens import may_contain_markup
@@ -366,9 +374,15 @@ class StreamScrubber:
                 self._poison_until = max(self._poison_until, _NEVER if kind == "end" else gbody + self.max_block + 1)
                 closer = self._closer
                 c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
+                calls = None
+                if c < 0 and kind == "end":  # the message ended inside the block: a call if complete
+                    calls = read_unterminated(self._spec.table, self._k, self._opener, body, self._ctx)
                 if c >= 0:
                     self._finish(body[:c], out, closer)
                     s, base = body[c + len(closer):], gbody + c + len(closer)
+                elif calls is not None:
+                    self._finish(body, out, "", calls)
+                    s, base = "", gbody + len(body)
                 else:
                     self._emit(out, self._opener[0])
                     s, base = self._opener[1:] + body, self._gopen + 1
@@ -527,9 +541,11 @@ class StreamScrubber:
         self._depth = 0
         self._lead = True
 
-    def _finish(self, body: str, out: list, closer: str) -> None:
+    def _finish(self, body: str, out: list, closer: str, calls=None) -> None:
+        """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
         block = self._spec.table.blocks[self._k]
-        calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
+        if calls is None:
+            calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._extract:  # a rehearsal, unless the span never closes

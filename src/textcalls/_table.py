@@ -8,7 +8,8 @@ from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 
 __all__ = [
-    "Table", "table_for", "read_block", "read_whole", "word_tail", "CALLS_IN_REASONING", "UNKNOWN_TOOLS",
+    "Table", "table_for", "read_block", "read_unterminated", "read_whole", "word_tail", "CALLS_IN_REASONING",
+    "UNKNOWN_TOOLS", "STRIPPED_CLOSERS",
 ]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
@@ -90,3 +91,29 @@ def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unkno
     if unknown_tools == "keep_text":
         return None
     return [c for c in calls if ctx.known(c.name)]
+
+
+#: Dialects whose closer is a special token that servers strip (``skip_special_tokens``) and whose opener
+#: cannot be prose: a block of theirs that the message ends inside may be a call even without ``tools``.
+#: DeepSeek is not among them: the seed's rule (an unterminated opener stays verbatim) stands for it
+#: without tools; with tools, it follows the general rule.
+STRIPPED_CLOSERS = frozenset({"harmony", "kimi_k2"})
+#: What may be missing at the end of a block that the message ends inside: nothing (only the closer), one
+#: final bracket, or the closing tags / fence of the body's own grammar. Nothing else is ever added.
+_ENDINGS = ("", "}", "]", "\n```", "</parameter>\n</function>", "</function>", "</parameter></invoke>", "</invoke>")
+
+
+def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context):
+    """The calls of a block of kind ``k`` that the message ended inside (at the end of the stream), or
+    ``None`` when its text stays: its body must be a complete call but for its closer (and at most one
+    final bracket or the grammar's own closing tags), and either the request's tools name every call,
+    or there are no tools and the dialect's closer is a special token servers strip
+    (``STRIPPED_CLOSERS``). Without tools, ``text <tool_call>{"name": "x"}`` stays text."""
+    if not ctx.has_tools and table.blocks[k].dialect not in STRIPPED_CLOSERS:
+        return None
+    grammar = table.grammars[k]
+    for ending in _ENDINGS:
+        calls = grammar(opener, body + ending, ctx)
+        if calls:
+            return calls if all(ctx.known(c.name) for c in calls) else None
+    return None
