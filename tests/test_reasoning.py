@@ -95,13 +95,66 @@ TEXTS = st.lists(st.sampled_from(
 
 
 @pytest.mark.parametrize("mod", IMPLS)
-@pytest.mark.parametrize("policy", ["ignore", "extract"])
+@pytest.mark.parametrize("policy", ["auto", "ignore", "extract"])
 @settings(max_examples=150, deadline=None)
-@given(data=st.data(), text=TEXTS, max_block=st.sampled_from([30, 1 << 20]))
-def test_any_split_gives_the_same_reasoning_content_and_calls(mod, policy, data, text, max_block):
+@given(data=st.data(), text=TEXTS, max_block=st.sampled_from([30, 1 << 20]), started=st.booleans())
+def test_any_split_gives_the_same_reasoning_content_and_calls(mod, policy, data, text, max_block, started):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
-    options = {"calls_in_reasoning": policy, "max_block": max_block}
+    options = {"calls_in_reasoning": policy, "max_block": max_block, "reasoning_started": started}
     assert feed_in_pieces(mod, text, cuts, **options) == feed_in_pieces(mod, text, [], **options)
+
+
+# -- "auto" (the default): the calls that end a span were meant, unless the content then calls a tool --
+
+OTHER = '<tool_call>{"name": "other", "arguments": {}}</tool_call>'
+
+
+@pytest.mark.parametrize(("text", "calls", "reasoning", "content"), [
+    (f"<think>I will look it up. {CALL}</think>", ["lookup"], "I will look it up.", ""),
+    (f"<think>plan {CALL} \n </think>Done.", ["lookup"], "plan", "Done."),
+    (f"<think>plan {CALL}{CALL}</think>", ["lookup", "lookup"], "plan", ""),  # both end the span
+    (f"<think>plan {CALL}</think>Now: {OTHER}", ["other"], f"plan {CALL}", "Now:"),  # the content called: rehearsal
+    (f"<think>{CALL} then more</think>ok", [], f"{CALL} then more", "ok"),  # more reasoning after it: rehearsal
+    (f"<think>a {CALL}</think>b<think>c</think>d", ["lookup"], "a c", "bd"),  # reasoning again: it was meant
+    ("<think>x <|tool_calls_section_begin|><|tool_call_begin|>functions.lookup:0<|tool_call_argument_begin|>"
+     '{"q": 1}<|tool_call_end|><|tool_calls_section_end|></think>', ["lookup"], "x", ""),  # Kimi-K2-thinking
+])
+def test_auto_takes_the_calls_that_end_a_span(impl, tc, text, calls, reasoning, content):
+    parsed = tc.parse(text)
+    assert (names(parsed), parsed.reasoning, parsed.content) == (calls, reasoning, content)
+
+
+def test_ignore_keeps_even_the_calls_that_end_a_span_as_reasoning(impl, tc):
+    parsed = tc.parse(f"<think>plan {CALL}</think>", calls_in_reasoning="ignore")
+    assert (parsed.calls, parsed.reasoning, parsed.content) == ([], f"plan {CALL}", "")
+
+
+def test_a_stream_that_starts_inside_reasoning(impl, tc):
+    parsed = tc.parse(f"I should look it up. {CALL}</think>", reasoning_started=True)
+    assert (names(parsed), parsed.reasoning, parsed.content) == (["lookup"], "I should look it up.", "")
+    parsed = tc.parse("plan</think>Answer", reasoning_started=True)
+    assert (parsed.reasoning, parsed.content) == ("plan", "Answer")
+    assert tc.parse("plan</think>Answer").content == "plan</think>Answer"  # without it, a lone closer is text
+    with pytest.raises(TypeError, match="reasoning_started"):
+        tc.parse("x", reasoning_started=1)
+
+
+def test_the_gateway_helpers_take_reasoning_started(impl, tc):
+    chunks = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+              for piece in ("plan", "</thi", "nk>Answer")]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    out = list(tc.recover_stream(chunks, native=True, has_tools=True, reasoning_started=True))
+    deltas = [c["choices"][0]["delta"] for c in out if c.get("choices")]
+    assert "".join(d.get("content") or "" for d in deltas) == "Answer"
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == "plan"
+
+
+def test_in_a_stream_the_call_that_ended_the_span_comes_with_the_flush(impl):
+    s = impl.StreamScrubber()
+    assert s.feed(f"<think>plan {CALL}</think>") == ""
+    assert s.calls == [] and s.take_reasoning() == "plan "
+    assert s.feed(" Done.") == " Done." and s.calls == []  # still undecided: the content may call a tool
+    assert s.flush() == "" and names(s) == ["lookup"] and s.take_reasoning() == ""
 
 
 def test_gemma4_thought_channel_is_reasoning(impl, tc):

@@ -429,6 +429,8 @@ cdef class StreamScrubber:
     cdef bint _raw, _poisoned, _in_str, _esc, _lead
     cdef Py_ssize_t _depth
     cdef bint _extract        # calls_in_reasoning == "extract"
+    cdef bint _auto           # calls_in_reasoning == "auto"
+    cdef list _pending        # "auto": the blocks that ended a closed span, until the content calls a tool or not
     cdef bint _reasoning      # inside a reasoning span
     cdef list _reasoning_out  # reasoning text not yet taken
     cdef list _deferred       # in reasoning: blocks (and the text after them) until the span is known closed
@@ -444,7 +446,7 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)  # per first character: its next index in _memo_s at or after the search (-1: none)
 
     def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
-                 calls_in_reasoning="ignore", code_fences=True):
+                 calls_in_reasoning="auto", code_fences=True, reasoning_started=False):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
@@ -471,8 +473,12 @@ cdef class StreamScrubber:
         self._whole = 1 if self._spec.table.whole else 0
         self._whole_parts = []
         self._whole_len = 0
+        if not isinstance(reasoning_started, bool):
+            raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
         self._extract = calls_in_reasoning == "extract"
-        self._reasoning = False
+        self._auto = calls_in_reasoning == "auto"
+        self._pending = None
+        self._reasoning = reasoning_started
         self._reasoning_out = []
         self._deferred = None
         self._deferred_len = 0
@@ -557,6 +563,8 @@ cdef class StreamScrubber:
         out = "" if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 else self._run(self._held, True)
         if self._deferred is not None:
             self._resolve(True)  # the reasoning span never closed: its calls were meant
+        if self._pending is not None:
+            self._settle(True)  # they ended their span and the content called no tool: they were meant
         return out
 
     cdef str _feed_whole(self, str delta):
@@ -611,6 +619,29 @@ cdef class StreamScrubber:
                 self._reasoning_out.append(item[0])
         self._deferred = None
         self._deferred_len = 0
+        return 0
+
+    cdef int _close_span(self) except -1:
+        """The reasoning span closed: its blocks were rehearsals — except, with ``"auto"``, the blocks that
+        end it (only whitespace after them), which stay pending (see ``_settle``)."""
+        cdef list deferred = self._deferred
+        cdef Py_ssize_t cut = len(deferred)
+        if self._auto:
+            while cut and (not isinstance(deferred[cut - 1], str) or _all_ws(deferred[cut - 1])):
+                cut -= 1
+        tail = deferred[cut:]
+        self._deferred = deferred[:cut]
+        self._resolve(False)
+        if any(not isinstance(item, str) for item in tail):
+            self._pending = tail
+        else:
+            self._reasoning_out.extend(tail)
+        return 0
+
+    cdef int _settle(self, bint extract) except -1:
+        """Decide the pending blocks: calls (``extract``) or rehearsals whose text is reasoning."""
+        self._deferred, self._pending = self._pending, None
+        self._resolve(extract)
         return 0
 
     cdef str _run(self, str s, bint final):
@@ -730,9 +761,11 @@ cdef class StreamScrubber:
                 self._line = -1
                 if self._spec.entries[a].reasoning < 0 and self._reasoning:
                     if self._deferred is not None:
-                        self._resolve(False)  # the span closed: its calls were rehearsals
+                        self._close_span()
                     self._reasoning = False
                 elif self._spec.entries[a].reasoning > 0:
+                    if self._pending is not None:
+                        self._settle(True)  # reasoning again, and no call in between: they were meant
                     self._reasoning = True
                 p = search = b
                 continue
@@ -892,6 +925,8 @@ cdef class StreamScrubber:
             self._defer(None, self._opener + body + closer, calls)
             self._after = self._spec.block_dialect[self._k]
         else:
+            if self._pending is not None:
+                self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
             self._after = self._spec.block_dialect[self._k]

@@ -172,11 +172,11 @@ class StreamScrubber:
         "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
         "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len",
         "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len", "_fences", "_fence", "_line",
-        "_busy",
+        "_busy", "_auto", "_pending",
     )
 
     def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text",
-                 calls_in_reasoning: str = "ignore", code_fences: bool = True):
+                 calls_in_reasoning: str = "auto", code_fences: bool = True, reasoning_started: bool = False):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
@@ -216,8 +216,12 @@ class StreamScrubber:
         self._whole = 1 if self._spec.table.whole else 0
         self._whole_parts: list = []
         self._whole_len = 0
+        if not isinstance(reasoning_started, bool):
+            raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
         self._extract = calls_in_reasoning == "extract"
-        self._reasoning = False  # inside a reasoning span
+        self._auto = calls_in_reasoning == "auto"
+        self._pending = None  # "auto": the blocks that ended a closed span, until the content calls a tool or not
+        self._reasoning = reasoning_started  # inside a reasoning span
         self._reasoning_out: list = []  # reasoning text not yet taken
         self._deferred = None  # in reasoning: blocks (and the text after them) until the span is known closed
         self._deferred_len = 0
@@ -292,6 +296,8 @@ class StreamScrubber:
         out = "" if self._opener is None and not self._held else self._run(self._held, True)
         if self._deferred is not None:
             self._resolve(True)  # the reasoning span never closed: its calls were meant
+        if self._pending is not None:
+            self._settle(True)  # they ended their span and the content called no tool: they were meant
         return out
 
     def _feed_whole(self, delta: str) -> str:
@@ -344,6 +350,27 @@ class StreamScrubber:
                 self._reasoning_out.append(item[0])
         self._deferred = None
         self._deferred_len = 0
+
+    def _close_span(self) -> None:
+        """The reasoning span closed: its blocks were rehearsals — except, with ``"auto"``, the blocks that
+        end it (only whitespace after them), which stay pending (see ``_settle``)."""
+        deferred = self._deferred
+        cut = len(deferred)
+        if self._auto:
+            while cut and (not isinstance(deferred[cut - 1], str) or _all_ws(deferred[cut - 1])):
+                cut -= 1
+        tail = deferred[cut:]
+        self._deferred = deferred[:cut]
+        self._resolve(False)
+        if any(not isinstance(item, str) for item in tail):
+            self._pending = tail
+        else:
+            self._reasoning_out.extend(tail)
+
+    def _settle(self, extract: bool) -> None:
+        """Decide the pending blocks: calls (``extract``) or rehearsals whose text is reasoning."""
+        self._deferred, self._pending = self._pending, None
+        self._resolve(extract)
 
     def _run(self, s: str, final: bool) -> str:
         out: list = []
@@ -437,9 +464,11 @@ class StreamScrubber:
                 switch = self._spec.table.markers[a].reasoning
                 if switch < 0 and self._reasoning:
                     if self._deferred is not None:
-                        self._resolve(False)  # the span closed: its calls were rehearsals
+                        self._close_span()
                     self._reasoning = False
                 elif switch > 0:
+                    if self._pending is not None:
+                        self._settle(True)  # reasoning again, and no call in between: they were meant
                     self._reasoning = True
                 p = search = b
                 continue
@@ -554,6 +583,8 @@ class StreamScrubber:
             self._defer((self._opener + body + closer, calls))
             self._after = block.dialect
         else:
+            if self._pending is not None:
+                self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
             self._after = block.dialect

@@ -13,7 +13,7 @@ __all__ = [
 ]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
-CALLS_IN_REASONING = ("ignore", "extract")
+CALLS_IN_REASONING = ("auto", "ignore", "extract")
 
 
 class Table:

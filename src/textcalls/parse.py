@@ -34,8 +34,9 @@ def parse(
     formats=None,
     tools=None,
     unknown_tools: str = "keep_text",
-    calls_in_reasoning: str = "ignore",
+    calls_in_reasoning: str = "auto",
     code_fences: bool = True,
+    reasoning_started: bool = False,
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -44,15 +45,19 @@ def parse(
     ``formats`` names the dialects to recognise (default: the default-on ones, see ``DIALECTS``);
     ``tools`` (the request's OpenAI tools) types XML-style values, and a call of a tool not in it is
     kept as text (``unknown_tools="keep_text"``), removed (``"drop"``) or accepted (``"accept"``).
-    A call inside a ``<think>`` span that closes is a rehearsal: it stays in the reasoning text
-    (``calls_in_reasoning="ignore"``) unless ``"extract"``; in a span never closed it is a call.
+    Calls inside a ``<think>`` span (``calls_in_reasoning``): with ``"auto"`` (the default), the
+    calls that end a span (only whitespace after them) are calls unless the content after it calls a
+    tool, and the others are rehearsals that stay in the reasoning text; ``"ignore"`` keeps every call
+    of a span that closes as reasoning text; ``"extract"`` takes them all. In a span never closed a call
+    is a call. ``reasoning_started=True``: the text begins inside a reasoning span (the prompt opened
+    ``<think>``), so a lone ``</think>`` ends it.
     Markup inside a markdown code fence in the content is text (``code_fences=False``: not so).
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
     scrubber = _scan.impl.StreamScrubber(
         max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
-        calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
+        calls_in_reasoning=calls_in_reasoning, code_fences=code_fences, reasoning_started=reasoning_started,
     )
     content = scrubber.feed(text) + scrubber.flush()
     return Parsed(content.strip(), scrubber.calls, scrubber.removed, scrubber.take_reasoning().strip())

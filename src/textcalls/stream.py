@@ -87,8 +87,9 @@ class ChunkRecovery:
         #: the screens, derived from the same table and fence setting as the scrubbers
         self.screen = screen_for(table_for(options.get("formats")), options.get("code_fences", True))
         self.starts = self.screen.starts  #: what can begin markup (or a fence run) in content
-        # a whole-message format or a plain-word opener (phi4_mini): no choice is ever skipped
-        self._floor = 1 if self.screen.every else 0
+        # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
+        # no choice is ever like a fresh one, so none is ever skipped
+        self._floor = 1 if self.screen.every or options.get("reasoning_started") else 0
         self._opens = self.screen.opens
         self._fences = self.screen.fences
         self.recovered = 0  #: tool calls recovered and emitted so far, all choices
