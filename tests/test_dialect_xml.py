@@ -6,7 +6,7 @@ Expected values are written by hand from the formats; calls are compared by name
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls.dialects.context import Context
@@ -527,3 +527,208 @@ def test_glm_value_without_its_opening_tag_is_not_swallowed_by_the_previous_one(
             "<arg_key>unit</arg_key>\ncelsius</arg_value>\n")
     calls = glm("<tool_call>", body, Context())
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get-weather", {"city": "Paris", "unit": "celsius"})]
+
+
+# ---------------------------------------------------------------- the layout around a value (issue 8, class 5)
+#
+# The rule (xml.py's module doc): one leading line break (with spaces or tabs before it) and one trailing
+# line break with the closing tag's indentation go; if that indentation is not empty and every non-blank
+# line starts with it, the indentation common to the non-blank lines goes from every line; on a side with
+# no line break, exactly one space next to a non-space character goes. Nothing else changes.
+
+
+def qwen_body(value, name="p", tool="f"):
+    return f"<function={tool}>\n<parameter={name}>{value}</parameter>\n</function>"
+
+
+def glm_body(value, name="p", tool="f"):
+    return f"{tool}\n<arg_key>{name}</arg_key>\n<arg_value>{value}</arg_value>\n"
+
+
+def minimax_body(value, name="p", tool="f"):
+    return f'\n  <invoke name="{tool}">\n    <parameter name="{name}">{value}</parameter>\n  </invoke>\n'
+
+
+def dsml_body(value, name="p", tool="f"):
+    return f'<{B}DSML{B}invoke name="{tool}">\n<{B}DSML{B}parameter name="{name}">{value}</{B}DSML{B}parameter>\n</{B}DSML{B}invoke>'
+
+
+def step3_body(value, name="p", tool="f"):
+    return (f'function<｜tool_sep｜><steptml:invoke name="{tool}">\n'
+            f'<steptml:parameter name="{name}">{value}</steptml:parameter>\n</steptml:invoke>')
+
+
+LAYOUTS = [
+    pytest.param(qwen3_xml, qwen_body, id="qwen3_xml"),
+    pytest.param(glm, glm_body, id="glm"),
+    pytest.param(minimax_m2, minimax_body, id="minimax_m2"),
+    pytest.param(dsml, dsml_body, id="dsml"),
+    pytest.param(step3, step3_body, id="step3"),
+]
+
+
+def value_of(grammar, body, ctx=NO_TOOLS):
+    ((_, args),) = calls(grammar("<opener>", body, ctx))
+    return args["p"]
+
+
+@pytest.mark.parametrize(("grammar", "make"), LAYOUTS)
+@pytest.mark.parametrize(("raw", "value"), [
+    # the issue's example: the value on its own line, one level deeper than the indented closer
+    ("\n      value\n    ", "value"),
+    # the closer at the value's indentation
+    ("\n    value\n    ", "value"),
+    # tabs, CRLF, spaces after the opening tag before its line break
+    ("\n\t\tvalue\n\t", "value"),
+    ("\r\n    value\r\n    ", "value"),
+    ("   \n    value\n    ", "value"),
+    # whitespace-collapsed pastes: the line break and indentation became one space
+    (" value ", "value"),
+    (" value", "value"),
+    ("value ", "value"),
+    (" a  b ", "a  b"),  # inner spaces kept
+    # a value written on the tag's line keeps what the collapse rule does not name
+    ("value", "value"),
+    ("  value  ", "  value  "),  # two spaces are the value's own
+    (" ", " "),
+    ("  ", "  "),
+    # only whitespace around one line break: empty
+    ("\n", ""),
+    ("\n    ", ""),
+    ("  \n  ", ""),
+    ("\n\n", ""),
+    # the seed's rule still holds where it said something: one line break each side, no more
+    ("\n\n    indented\n\n", "\n    indented\n"),
+    ("\nline 1\nline 2\n", "line 1\nline 2"),
+])
+def test_layout_around_a_value_is_trimmed(grammar, make, raw, value):
+    assert value_of(grammar, make(raw)) == value
+
+
+CODE = "def f():\n    return 1"
+
+
+@pytest.mark.parametrize(("grammar", "make"), LAYOUTS)
+@pytest.mark.parametrize(("raw", "value"), [
+    # the brief's example: the lines at the closer's indentation keep their relative indentation
+    ("\n    def f():\n        return 1\n    ", CODE),
+    # pretty-printed one level deeper than the closer
+    ("\n      def f():\n          return 1\n    ", CODE),
+    # blank lines inside: empty ones stay empty, blank ones lose the common indentation if they start with it
+    ("\n    def f():\n\n        return 1\n    ", "def f():\n\n    return 1"),
+    ("\n    def f():\n  \n        return 1\n    ", "def f():\n  \n    return 1"),  # shorter: kept as it is
+    ("\n    def f():\n          \n        return 1\n    ", "def f():\n      \n    return 1"),
+    # Qwen3-Coder's own layout (tags at column 0): every character of the value is kept
+    ("\n    def f():\n        return 1\n", "    def f():\n        return 1"),
+    # an edit snippet whose first line is deeper than the next: the closer is at column 0, nothing moves
+    ("\n        return 1\n    def g():\n", "        return 1\n    def g():"),
+    # a line that does not start with the closer's indentation: no line is touched
+    ("\n  def f():\nreturn 1\n  ", "  def f():\nreturn 1"),
+    ("\n    a\n   b\n    ", "    a\n   b"),
+    # a first line on the tag's line does not start with the indentation: nothing moves
+    ("def f():\n        return 1\n    ", "def f():\n        return 1"),
+])
+def test_code_keeps_its_inner_indentation(grammar, make, raw, value):
+    assert value_of(grammar, make(raw)) == value
+
+
+@pytest.mark.parametrize(("grammar", "make"), LAYOUTS)
+def test_schema_typing_applies_after_trimming(grammar, make):
+    for raw in ("\n      5\n    ", " 5 ", "\n5\n"):
+        ((name, args),) = calls(grammar("<opener>", make(raw, name="limit", tool="search"), TOOLS))
+        assert (name, args) == ("search", {"limit": 5})
+    ((_, args),) = calls(grammar("<opener>", make('\n      {"lang": "en"}\n    ', name="filters", tool="search"), TOOLS))
+    assert args == {"filters": {"lang": "en"}}
+    ((_, args),) = calls(grammar("<opener>", make("\n      42\n    ", name="query", tool="search"), TOOLS))
+    assert args == {"query": "42"}  # a string parameter stays the trimmed string
+
+
+def test_dsml_string_true_stays_verbatim():
+    body = dsml_invoke("f", dsml_param("p", "\n      value\n    ", "true"), dsml_param("q", " v ", "true"))
+    assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("f", {"p": "\n      value\n    ", "q": " v "})]
+
+
+def test_pasted_field_layouts():
+    # qwen3_coder-04 in tests/field: values after a space on the parameter's line, no closing tags
+    body = "<function=create_new_file>\n<parameter=filepath> test.txt\n<parameter=contents> hello"
+    assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("create_new_file", {"filepath": "test.txt", "contents": "hello"})]
+    # deepseek_dsml-01: a V4 block pasted with its line breaks collapsed to single spaces
+    body = (f' <{B}DSML{B}invoke name="terminal"> <{B}DSML{B}parameter name="cwd"> /tmp </{B}DSML{B}parameter>'
+            f' <{B}DSML{B}parameter name="background" string="false">true</{B}DSML{B}parameter> </{B}DSML{B}invoke> ')
+    assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("terminal", {"cwd": "/tmp", "background": True})]
+    # a whole MiniMax block, indented and with a multi-line value
+    body = ('\n  <invoke name="write">\n    <parameter name="path">\n      /tmp/a.py\n    </parameter>\n'
+            '    <parameter name="content">\n      import os\n\n      def f():\n          return os.sep\n    </parameter>\n  </invoke>\n')
+    assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [
+        ("write", {"path": "/tmp/a.py", "content": "import os\n\ndef f():\n    return os.sep"})]
+
+
+VALUE_TEXT = st.text(st.characters(blacklist_characters="<", blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUE_TEXT.filter(lambda v: not v.endswith("\r")))
+def test_qwen_layout_gives_back_every_character(value):
+    """Qwen3-Coder's own layout, ``<parameter=p>\\nVALUE\\n</parameter>``, gives back VALUE exactly."""
+    assert value_of(qwen3_xml, qwen_body("\n" + value + "\n")) == value
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUE_TEXT.filter(lambda v: v[:1].strip() and not v.endswith("\r")),
+       indent=st.sampled_from(["  ", "    ", "\t", " \t"]), deeper=st.sampled_from(["", "  ", "\t"]),
+       grammar_make=st.sampled_from([(qwen3_xml, qwen_body), (glm, glm_body), (minimax_m2, minimax_body)]))
+def test_pretty_printed_layout_gives_back_every_character(value, indent, deeper, grammar_make):
+    """A value whose first line starts with a non-space, pretty-printed at any indentation with the
+    closer at that indentation or one level less, comes back exactly: relative indentation is kept."""
+    grammar, make = grammar_make
+    lines = value.split("\n")
+    raw = "\n" + "\n".join(indent + deeper + line for line in lines) + "\n" + indent
+    assert value_of(grammar, make(raw)) == value
+
+
+# The same through the scanners: whole and in any split, on both implementations.
+
+def _pretty_blocks():
+    code = "\n      def f():\n\n          return 1\n    "
+    return [
+        ("Sure.\n<tool_call>\n  <function=write>\n    <parameter=path>\n      /tmp/a.py\n    </parameter>\n"
+         f"    <parameter=content>{code}</parameter>\n  </function>\n</tool_call>"),
+        ("Sure.\n<tool_call>write\n  <arg_key>path</arg_key>\n  <arg_value> /tmp/a.py </arg_value>\n"
+         f"  <arg_key>content</arg_key>\n  <arg_value>{code}</arg_value>\n</tool_call>"),
+        ('Sure.\n<minimax:tool_call>\n  <invoke name="write">\n    <parameter name="path"> /tmp/a.py </parameter>\n'
+         f'    <parameter name="content">{code}</parameter>\n  </invoke>\n</minimax:tool_call>'),
+        (f'Sure.\n<{B}DSML{B}function_calls>\n  <{B}DSML{B}invoke name="write">\n'
+         f'    <{B}DSML{B}parameter name="path">\n      /tmp/a.py\n    </{B}DSML{B}parameter>\n'
+         f'    <{B}DSML{B}parameter name="content">{code}</{B}DSML{B}parameter>\n  </{B}DSML{B}invoke>\n</{B}DSML{B}function_calls>'),
+        ('Sure.\n<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="write">\n'
+         '  <steptml:parameter name="path"> /tmp/a.py </steptml:parameter>\n'
+         f'  <steptml:parameter name="content">{code}</steptml:parameter>\n</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>'),
+    ]
+
+
+PRETTY = _pretty_blocks()
+WRITE_ARGS = {"path": "/tmp/a.py", "content": "def f():\n\n    return 1"}
+
+
+@pytest.mark.parametrize("text", PRETTY, ids=["hermes-qwen3", "hermes-glm", "minimax_m2", "deepseek_dsml", "step3"])
+def test_trimmed_values_through_parse_and_any_split(impl, tc, text):
+    from .streams import feed_in_pieces
+
+    parsed = tc.parse(text)
+    assert parsed.content == "Sure."
+    assert [(c.name, json.loads(c.arguments)) for c in parsed.calls] == [("write", WRITE_ARGS)]
+    whole = feed_in_pieces(impl, text, [])
+    assert whole[2] == [(c.name, c.arguments) for c in parsed.calls]
+    for cut in range(len(text) + 1):  # every single cut
+        assert feed_in_pieces(impl, text, [cut]) == whole
+    assert feed_in_pieces(impl, text, range(len(text))) == whole  # one character at a time
+
+
+@pytest.mark.parametrize("text", PRETTY, ids=["hermes-qwen3", "hermes-glm", "minimax_m2", "deepseek_dsml", "step3"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_trimmed_values_random_splits(impl, text, data):
+    from .streams import feed_in_pieces
+
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12).map(sorted))
+    assert feed_in_pieces(impl, text, cuts) == feed_in_pieces(impl, text, [])

@@ -17,8 +17,9 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     ``body`` is bytes-like; ``options`` are ``recover_response``'s (``formats``, ``tools``,
     ``unknown_tools``, ``max_block``). It comes back as the very same object when tools were
     not offered, when ``may_contain_markup`` says no markup of the enabled formats can be in it
-    (no JSON decoding at all; with a whole-message format, which has no markup to look for,
-    the body is always decoded), when it is not a JSON object that
+    and no structured call's name can carry any (no JSON decoding at all; with a whole-message
+    format, which has no markup to look for, or ``reasoning_started``, the body is always
+    decoded), when it is not a JSON object that
     ``recover_response`` accepts (error bodies, other shapes) or when no choice changes.
     Otherwise the result is compact UTF-8 JSON bytes.
     """
@@ -29,7 +30,8 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if not should_recover(native, has_tools, 0):
         return body
     data = bytes(body) if isinstance(body, memoryview) else body
-    if not may_contain_markup(data, formats=options.get("formats")):  # no JSON decoding at all
+    if not (may_contain_markup(data, formats=options.get("formats")) or options.get("reasoning_started")
+            or _marked_name(data)):  # no JSON decoding at all
         return body
     try:
         response = json.loads(data)
@@ -44,6 +46,12 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if recovered is response:
         return body
     return dumps_compact(recovered)
+
+
+def _marked_name(data: bytes) -> bool:
+    """Whether a structured call's name may carry markup (``recover_response`` repairs it): the body
+    has ``tool_calls`` and a ``<``, raw or JSON-escaped."""
+    return b"tool_calls" in data and (b"<" in data or b"\\u003c" in data or b"\\u003C" in data)
 
 
 def dumps_compact(obj) -> bytes:

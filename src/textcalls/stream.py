@@ -11,7 +11,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from . import _scan
 from ._drive import adrive, drive
 from ._table import table_for
-from .openai import should_recover
+from .openai import NameRepair, marked, should_recover
 from .screens import screen_for
 
 __all__ = ["MAX_CHOICES", "ChunkRecovery", "arecover_stream", "recover_stream"]
@@ -25,7 +25,7 @@ MAX_CHOICES = 128
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
-    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index")
+    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held")
 
     def __init__(self, options: dict) -> None:
         self.scrubber = _scan.impl.StreamScrubber(**options)
@@ -33,6 +33,33 @@ class _Choice:
         self.upstream: dict = {}  # structured call index as sent -> index as forwarded
         self.recovered = 0  # recovered calls emitted
         self.next_index = 0  # first downstream tool_calls index not used yet
+        self.held: dict | None = None  # downstream index -> _Held: structured calls held for repair
+
+
+class _Held:
+    """A structured call whose name carries arguments as markup: its entries until the call ends."""
+
+    __slots__ = ("entry", "names", "arguments")
+
+    def __init__(self, entry: dict) -> None:
+        self.entry = entry  # the first entry (index, id, type, function …)
+        function = entry["function"]
+        self.names = [function["name"]]
+        arguments = function.get("arguments")
+        self.arguments = [arguments] if isinstance(arguments, str) else []
+
+    def absorb(self, entry: dict) -> None:
+        function = entry.get("function")
+        if isinstance(function, dict):
+            for key, parts in (("name", self.names), ("arguments", self.arguments)):
+                text = function.get(key)
+                if isinstance(text, str):
+                    parts.append(text)
+
+    def whole(self) -> dict:
+        """The call as one complete entry, as a non-streamed response would carry it."""
+        function = {**self.entry["function"], "name": "".join(self.names), "arguments": "".join(self.arguments)}
+        return {**self.entry, "function": function}
 
 
 class ChunkRecovery:
@@ -53,6 +80,17 @@ class ChunkRecovery:
       choice then starts afresh.
     - ``close()`` flushes the choices that did not finish (no finish chunk is invented) and
       starts afresh.
+    - A structured call whose ``function.name`` carries markup is repaired as ``recover_response``
+      repairs it (``openai.NameRepair``), whatever the gate says. A name whose markup holds no
+      arguments (``tool_12</arg_value>``) is replaced in its own delta and the arguments deltas
+      pass as sent. One whose markup holds arguments (``read<arg_key>…</arg_value>``) is held with
+      that call's later deltas (their ``function.arguments``, and ``name``, concatenated) until the
+      call ends: an entry of another call index of the choice comes (the held call is sent first,
+      in that delta's ``tool_calls``), the choice finishes (it goes out before the finish chunk) or
+      the stream closes; it is then sent as one entry, merged and repaired exactly as a whole
+      response's would be (or as it came, concatenated, when its arguments cannot be merged).
+      Deltas of that call index coming after it was sent (streams that interleave calls) pass as
+      sent. A held or repaired call still counts as the structured call it is for the gate.
 
     A chunk that needs no change is returned as the very same object; with
     ``has_tools=False`` every chunk is, unchecked. Otherwise a malformed chunk (not a dict,
@@ -96,6 +134,7 @@ class ChunkRecovery:
         self._choices: dict = {}
         self.active = self._floor  #: choices that may not behave like fresh ones (read-only)
         self._template: dict | None = None  # the last chunk that had choices: model, id …
+        self._names: NameRepair | None = None  # built at the first structured name with markup
 
     def push(self, chunk: dict) -> list:
         """Take the next chunk; return the chunks to send in its place (maybe none)."""
@@ -139,6 +178,8 @@ class ChunkRecovery:
         for index in sorted(self._choices):
             state = self._choices[index]
             if state.active:
+                if state.held:
+                    out.append(self._synthetic(self._template, index, {"tool_calls": self._release_all(state)}))
                 text, calls, thought = self._flush(state)
                 said = _said(text, thought)
                 if said:
@@ -202,8 +243,13 @@ class ChunkRecovery:
         if structured:
             self._mark(state)
             shifted = self._structured(state, structured)
+            if state.held or any(map(marked, shifted)):
+                shifted = self._repair(state, shifted)
             if shifted is not structured:
-                new_delta = {**delta, "tool_calls": shifted}
+                if shifted:
+                    new_delta = {**delta, "tool_calls": shifted}
+                else:  # every entry was held
+                    new_delta = {k: v for k, v in delta.items() if k != "tool_calls"}
 
         content = delta.get("content")
         text = content
@@ -224,6 +270,11 @@ class ChunkRecovery:
             if not state.active:
                 return choice  # a settled choice has nothing held and nothing to change
             self.active -= 1
+            if state.held:  # held structured calls go first, before the finish chunk
+                base = new_delta if new_delta is not None else delta
+                entries = (base.get("tool_calls") or []) + self._release_all(state)
+                new_delta = {k: v for k, v in base.items() if k != "tool_calls"}
+                before.append(self._synthetic(chunk, index, {"tool_calls": entries}))
             tail, more, late = self._flush(state)
             calls += more
             if tail or calls or late:  # held text, reasoning and calls go before the finish chunk
@@ -234,14 +285,14 @@ class ChunkRecovery:
                     before.append(self._synthetic(chunk, index, {"tool_calls": calls}))
                 calls, thought = [], ""
                 if "content" in delta:
-                    new_delta = {k: v for k, v in (new_delta or delta).items() if k != "content"}
+                    new_delta = {k: v for k, v in (delta if new_delta is None else new_delta).items() if k != "content"}
                 text = content
         if calls:
             after.append(self._synthetic(chunk, index, {"tool_calls": calls}))
         if text != content:
-            new_delta = {**(new_delta or delta), "content": text}
+            new_delta = {**(delta if new_delta is None else new_delta), "content": text}
         if thought:
-            base = new_delta or delta
+            base = delta if new_delta is None else new_delta
             new_delta = {**base, REASONING_KEY: (base.get(REASONING_KEY) or "") + thought}
         recovered = finish is not None and state.recovered
         if new_delta is None and not recovered:
@@ -270,6 +321,47 @@ class ChunkRecovery:
                     shifted = list(structured)
                 shifted[i] = {**call, "index": upstream[index]}
         return structured if shifted is None else shifted
+
+    def _repair(self, state: _Choice, entries: list) -> list:
+        """Structured entries (indexes already shifted) with names repaired and held calls absorbed
+        or released (see the class doc); the very same list when nothing changes."""
+        names = self._names
+        if names is None:
+            names = self._names = NameRepair(self.options)
+        held = state.held
+        out: list = []
+        changed = False
+        for entry in entries:
+            index = entry["index"]
+            if held:
+                if index in held:  # a later delta of a held call
+                    held[index].absorb(entry)
+                    changed = True
+                    continue
+                for other in sorted(held):  # another call index: the held calls have ended
+                    out.append(self._release(held.pop(other)))
+                changed = True
+            if marked(entry):
+                found = names.name(entry["function"]["name"])
+                if found is not None:
+                    changed = True
+                    if found[1]:  # arguments in the name: hold the call until it ends
+                        if held is None:
+                            held = state.held = {}
+                        held[index] = _Held(entry)
+                        continue
+                    entry = {**entry, "function": {**entry["function"], "name": found[0]}}
+            out.append(entry)
+        return out if changed else entries
+
+    def _release(self, held: _Held) -> dict:
+        whole = held.whole()
+        repaired = self._names.entry(whole)
+        return whole if repaired is None else repaired
+
+    def _release_all(self, state: _Choice) -> list:
+        held, state.held = state.held, None
+        return [self._release(held[index]) for index in sorted(held)]
 
     def _emit(self, state: _Choice, calls: list) -> list:
         """The ``tool_calls`` entries for newly completed calls the gate lets through."""

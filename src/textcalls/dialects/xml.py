@@ -8,9 +8,23 @@ any text.
 Shared rules:
 
 * Parameters keep their order; a repeated parameter keeps its first place and its last value.
-* A value loses exactly one leading and one trailing newline (``<parameter=p>\\nVALUE\\n</parameter>``)
-  and is then typed by the request's schema (``Context.value``); without a schema it stays a string.
-  Only DSML carries types itself (``string="false"``: JSON).
+* A value loses the layout around it and keeps its inner text (``_trim``):
+
+  1. one leading line break, with any spaces or tabs before it (``<parameter=p>\\n``);
+  2. one trailing line break and the spaces or tabs after it, which are the closing tag's
+     indentation (``\\n    </parameter>``); a value that is only whitespace with one line break is ``""``;
+  3. when that indentation is not empty and every non-blank line of the value starts with it
+     (the tags were pretty-printed), the indentation common to the non-blank lines is removed
+     from every line that starts with it (a blank line, only spaces and tabs, that does not is
+     kept as it is), so the lines keep their indentation relative to each other; otherwise no
+     line is touched;
+  4. on a side with no line break, exactly one space next to a non-space character (a
+     whitespace-collapsed paste, ``<parameter=p> VALUE </parameter>``, or ``<parameter=p> VALUE``);
+     two or more spaces are the value's own and stay.
+
+  Nothing else changes (``\\n\\n  x\\n\\n`` -> ``\\n  x\\n``, ``  x  `` stays). The value is then typed by
+  the request's schema (``Context.value``); without a schema it stays a string. Only DSML carries
+  types itself (``string="false"``: JSON; ``string="true"``: the text verbatim, not trimmed).
 * A parameter's closing tag ends its value when whitespace and then the next parameter, the end of
   the call, or the end of the body follows. A closing tag followed by anything else is text of the
   value if such a real closing tag comes later (code that mentions ``</parameter>``); if none does,
@@ -28,6 +42,7 @@ linear time.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import NamedTuple
 
@@ -217,7 +232,7 @@ class _Reader:
 def qwen3_xml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """Qwen3-Coder / Qwen3.5 / Seed-OSS bodies: ``<function=NAME><parameter=P>VALUE</parameter>…</function>``.
 
-    One call per ``<function=…>``; values lose one surrounding newline each side and are typed by
+    One call per ``<function=…>``; values lose the layout around them (``_trim``) and are typed by
     the schema. A missing ``</parameter>`` (before a ``<parameter=`` that starts a line, or before
     ``</function>``) and a missing final ``</function>`` are tolerated. ``[]`` when a name is
     missing or invalid, or text stands outside the tags.
@@ -241,8 +256,8 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """GLM-4.5/4.6 ``NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>…`` and GLM-4.7/5 (no newlines).
 
     NAME is the text before the first ``<arg_key>`` (the whole body if there is none), stripped;
-    it must be non-empty and free of ``<``, ``>``, ``{`` and newlines. Values lose one
-    surrounding newline each side and are typed by the schema (strings without one); no
+    it must be non-empty and free of ``<``, ``>``, ``{`` and newlines. Values lose the
+    layout around them (``_trim``) and are typed by the schema (strings without one); no
     arguments gives ``{}``. ``[]`` when malformed.
     """
     cut = body.find("<arg_key>")
@@ -264,7 +279,7 @@ def minimax_m2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """MiniMax-M2 bodies: ``<invoke name="F"><parameter name="P">V</parameter>…</invoke>…``.
 
     One call per invoke; names quoted with ``"``, ``'`` or not at all; whitespace between tags.
-    Values lose one surrounding newline each side and are typed by the schema. ``[]`` when malformed.
+    Values lose the layout around them (``_trim``) and are typed by the schema. ``[]`` when malformed.
     """
     return _attribute_calls(_Reader(body, _MINIMAX).calls(), ctx)
 
@@ -289,7 +304,7 @@ def dsml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 
     ``string="true"``: V is the string itself, verbatim. ``string="false"``: V is JSON (strict,
     then relaxed; undecodable makes the body malformed). Without the attribute V is treated like
-    the other dialects' values (one newline trimmed, typed by the schema). An invoke may instead
+    the other dialects' values (layout trimmed, typed by the schema). An invoke may instead
     hold a JSON object of arguments (V4). ``[]`` when malformed.
     """
     calls = _Reader(body, _DSML).calls()
@@ -387,12 +402,52 @@ def _attributes(head: str) -> dict[str, str]:
 
 
 def _trim(value: str) -> str:
-    """Drop exactly one leading and one trailing newline."""
-    if value.startswith("\n"):
-        value = value[1:]
-    if value.endswith("\n"):
-        value = value[:-1]
-    return value
+    """``value`` without the layout around it (the rule in the module doc); inner text kept."""
+    # 2. the trailing line break and the closing tag's indentation
+    end = len(value)
+    kept = value.rstrip(" \t")
+    broken_after = kept.endswith("\n")
+    indent = ""
+    if broken_after:
+        indent = value[len(kept):]
+        end = len(kept) - 1
+        if end and value[end - 1] == "\r":
+            end -= 1
+    # 1. the leading line break (and the spaces or tabs before it)
+    lead = _LEADING_BREAK.match(value)
+    start = lead.end() if lead else 0
+    if start > end:  # only whitespace, one line break: both sides named the same break
+        return ""
+    text = value[start:end]
+    if indent and text:
+        text = _dedent(text, indent)
+    # 4. a whitespace-collapsed paste: one space on a side that had no line break
+    if lead is None and len(text) > 1 and text[0] == " " and not text[1].isspace():
+        text = text[1:]
+    if not broken_after and len(text) > 1 and text[-1] == " " and not text[-2].isspace():
+        text = text[:-1]
+    return text
+
+
+_LEADING_BREAK = re.compile(r"[ \t]*\r?\n")
+
+
+def _dedent(text: str, indent: str) -> str:
+    """3. If every non-blank line starts with ``indent``, the indentation they all share removed from
+    every line that starts with it (a blank line, only spaces and tabs, that does not is kept).
+    C-level passes only, whatever the number of lines."""
+    if "\n" not in text:  # one line: its own indentation is the common one
+        rest = text.lstrip(" \t")
+        return rest if rest.rstrip("\r") and text.startswith(indent) else text
+    lines = "\n" + text
+    indents = _INDENTATION.findall(lines)
+    common = os.path.commonprefix(indents) if indents else ""
+    if not common or not common.startswith(indent):
+        return text
+    return lines.replace("\n" + common, "\n")[1:]
+
+
+_INDENTATION = re.compile(r"\n([ \t]*)(?=[^ \t\r\n])")  # of each non-blank line (after a line break)
 
 
 def _typed(ctx: Context, tool: str, param: str, text: str) -> object:
