@@ -77,6 +77,17 @@ CASES = [
     ("apertus", '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>', "", [("get_weather", WEATHER)]),
     ("wrapper-tools", 'x <tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>', "x",
      [("get_weather", WEATHER)]),
+    ("lmstudio", '[TOOL_REQUEST]{"name": "get_weather", "arguments": {"city": "Paris"}}[END_TOOL_REQUEST]', "",
+     [("get_weather", WEATHER)]),
+    ("bracket-tool-call", '[TOOL_CALL]\n{tool => "get_weather", args => {\n  --city "Paris"\n}}\n[/TOOL_CALL]', "",
+     [("get_weather", WEATHER)]),
+    ("invoke-xml", '<function_calls>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+     "</invoke>\n</function_calls>", "", [("get_weather", WEATHER)]),
+    ("nemotron-lowercase", '<toolcall>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</toolcall>', "",
+     [("get_weather", WEATHER)]),
+    ("hermes-name-attribute", '<tool_call id="call_0" name="get_weather">{"city": "Paris"}</tool_call>', "",
+     [("get_weather", WEATHER)]),
+    ("llama3-builtin", '<|python_tag|>brave_search.call(query="Paris")<|eom_id|>', "", [("brave_search", {"query": P})]),
 ]
 NEGATIVE = [
     "I list <tool_calls> and </tool_calls> in the docs.",
@@ -85,6 +96,8 @@ NEGATIVE = [
     "a [TOOL_CALLS] marker mentioned in prose",
     "markdown [link](http://x) and [1, 2]",
     "<function> and </function> in HTML-ish prose",
+    "[TOOL_CALL] and [TOOL_REQUEST] are mentioned, not used",
+    "<toolcall>not json</toolcall>",
 ]
 
 
@@ -254,3 +267,25 @@ def test_phi4_mini_holds_a_tail_that_could_start_the_word(impl):
 def test_any_split_with_phi4_mini(mod, data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
     assert feed_in_pieces(mod, text, cuts, formats=WITH_PHI4) == feed_in_pieces(mod, text, [], formats=WITH_PHI4)
+
+
+def test_the_cousins_are_default_dialects_and_harmony_text_is_opt_in(tc):
+    assert all(tc.DIALECTS[n] is True for n in ("lmstudio", "bracket_tool_call"))
+    assert tc.DIALECTS["harmony_text"] is False
+
+
+def test_the_table_stays_within_the_scanners_limits(impl):
+    # openers and markers: an ASCII first character, 2-40 characters; at most 8 distinct first characters
+    # (a word opener counts its anchor) with every dialect on at once
+    from textcalls.markers import BLOCKS, DIALECTS, MARKERS
+
+    literals = [b.opener for b in BLOCKS] + [m.literal for m in MARKERS]
+    assert all(ord(lit[0]) < 128 and 2 <= len(lit) <= 40 for lit in literals)
+    assert all(len(b.closer) <= 40 for b in BLOCKS if b.closer)
+    firsts = {b.anchor or b.opener[0] for b in BLOCKS} | {m.literal[0] for m in MARKERS}
+    assert len(firsts) <= 8, firsts
+    # a word opener's first character never comes again, past its first place, in a word opener after it in
+    # the table: else the tail a stream holds for the first could hide the start of the later one
+    words = [b.opener for b in BLOCKS if b.anchor]
+    assert all(a[0] not in b[1:] for k, a in enumerate(words) for b in words[k + 1:])
+    assert impl.StreamScrubber(formats=list(DIALECTS)).feed("x") == "x"  # the scanner takes the whole table

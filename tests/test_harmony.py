@@ -52,3 +52,130 @@ PIECES = st.sampled_from([ANALYSIS, CALL, FINAL, "<|end|>", "<|start|>assistant"
 def test_any_split_of_harmony_text_equals_the_whole(mod, data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12).map(sorted))
     assert feed_in_pieces(mod, text, cuts) == feed_in_pieces(mod, text, [])
+
+
+# --- special tokens stripped or mangled (issue 8, class 2) -------------------------------------------------
+
+TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+         for n in ("get_weather", "Web Search", "shell")]
+
+
+@pytest.mark.parametrize(("text", "tools", "expected"), [
+    # a tool name with spaces, delimited by the next special token
+    ('<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{"q": "x"}<|call|>',
+     None, [("Web Search", {"q": "x"})]),
+    ('<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{"q": "x"}<|call|>',
+     TOOLS, [("Web Search", {"q": "x"})]),
+    ('<|start|>assistant to=functions.Web Search<|channel|>commentary json<|message|>{"q": "x"}<|call|>',
+     None, [("Web Search", {"q": "x"})]),
+    # the content type written after the name, before <|message|> (llama.cpp's form)
+    ('<|channel|>commentary to=functions.get_weather json<|message|>{"city": "Paris"}<|call|>', None,
+     [("get_weather", {"city": "Paris"})]),
+    # "json" glued to the name: read off only when the request's tools say so
+    ('<|channel|>commentary to=functions.shelljson<|message|>{"cmd": "ls"}<|call|>', TOOLS, [("shell", {"cmd": "ls"})]),
+    ('<|channel|>commentary to=functions.shelljson<|message|>{"cmd": "ls"}<|call|>', None,
+     [("shelljson", {"cmd": "ls"})]),
+    # <|message|> stripped: the arguments are the object from the first brace
+    ('<|channel|>commentary to=functions.get_weather <|constrain|>json{"city": "Paris"}<|call|>', None,
+     [("get_weather", {"city": "Paris"})]),
+    # a <|start|>assistant prefix before the channel
+    ('<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}'
+     "<|call|>", None, [("get_weather", {"city": "Oslo"})]),
+])
+def test_harmony_mangled_headers(impl, tc, text, tools, expected):
+    parsed = tc.parse(text, tools=tools)
+    assert calls(parsed) == expected and parsed.content == ""
+
+
+def test_the_analysis_channel_stays_reasoning_before_a_mangled_call(impl, tc):
+    text = ANALYSIS + '<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{}<|call|>'
+    parsed = tc.parse(text)
+    assert parsed.reasoning == "The user wants the weather; call the tool." and calls(parsed) == [("Web Search", {})]
+
+
+@pytest.mark.parametrize(("opener", "body", "expected"), [
+    # a body that ends at the end of its JSON (generation stopped before <|call|>)
+    ("<|channel|>commentary to=functions.Web Search <|constrain|>", 'json<|message|>{ "query": "x", "n": 10 }',
+     [("Web Search", {"query": "x", "n": 10})]),
+    ("<|channel|>commentary to=functions.f <|constrain|>", "json<|message|>{}\n", [("f", {})]),
+    ("<|start|>assistant to=functions.f<|channel|>", "commentary json<|message|>", [("f", {})]),
+    ("<|channel|>commentary to=functions.f <|constrain|>", 'json<|message|>{"a": ', []),  # cut mid-value
+    ("<|channel|>commentary to=functions.f <|constrain|>", 'json<|message|>{"a": 1} more', []),
+    ("<|channel|>commentary<|message|>", "Let me check.", []),  # no recipient
+])
+def test_the_grammar_reads_a_body_without_its_closer(opener, body, expected):
+    from textcalls.dialects import GRAMMARS, Context
+
+    result = GRAMMARS["harmony"](opener, body, Context())
+    assert [(c.name, json.loads(c.arguments)) for c in result] == expected
+
+
+# --- harmony_text: the special tokens all stripped (opt-in phrase openers) ---------------------------------
+
+WITH_TEXT = [name for name, on in __import__("textcalls").DIALECTS.items() if on] + ["harmony_text"]
+
+
+@pytest.mark.parametrize(("text", "tools", "content", "expected"), [
+    ('commentary to=functions.get_weather json{"city": "Paris"}', None, "", [("get_weather", {"city": "Paris"})]),
+    ('Checking. commentary to=functions.get_weather json{"city": "Paris"} Done.', None, "Checking.  Done.",
+     [("get_weather", {"city": "Paris"})]),
+    ('to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>', None, "",
+     [("get_weather", {"city": "Paris"})]),
+    ('commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}', None, "",
+     [("get_weather", {"city": "Paris"})]),
+    # recipient first, <|channel|> stripped between the name and "commentary"
+    ('assistant to=functions.get_weathercommentary json{"city": "Paris"}', None, "assistant",
+     [("get_weather", {"city": "Paris"})]),
+    ('to=functions.Web Search json{"q": 1}', TOOLS, "", [("Web Search", {"q": 1})]),
+    ('to=functions.Web Search <|constrain|>json<|message|>{"q": 1}', None, "", [("Web Search", {"q": 1})]),
+    # prose
+    ('to=functions.Web Search json{"q": 1}', None, 'to=functions.Web Search json{"q": 1}', []),
+    ('send to=functions team and {"a": 1} ok', None, 'send to=functions team and {"a": 1} ok', []),
+    ('path_to=foo {"a": 1}', None, 'path_to=foo {"a": 1}', []),
+    ('x to=functions.f then {"a": 1}', None, 'x to=functions.f then {"a": 1}', []),
+    ("to=functions.f json[1]", None, "to=functions.f json[1]", []),
+    ("redirect to=functions.f", None, "redirect to=functions.f", []),
+])
+def test_harmony_text_is_opt_in(impl, tc, text, tools, content, expected):
+    parsed = tc.parse(text, formats=WITH_TEXT, tools=tools)
+    assert calls(parsed) == expected and parsed.content == content
+    assert tc.parse(text, tools=tools).calls == [] or text.startswith("<")  # off by default
+
+
+def test_harmony_text_holds_a_tail_that_could_start_its_phrase(impl):
+    s = impl.StreamScrubber(formats=WITH_TEXT)
+    assert s.feed("go to") == "go "
+    assert s.feed("=functions.f json") == ""
+    assert s.feed('{"a": 1}<|call|> ok') == " ok"
+    assert s.flush() == ""
+    assert [(c.name, json.loads(c.arguments)) for c in s.calls] == [("f", {"a": 1})]
+    assert impl.hold_from("x commentary to=", formats=WITH_TEXT) == 2
+
+
+TEXT_PIECES = st.sampled_from([
+    'commentary to=functions.get_weather json{"city": "Paris"}', "to=functions.f <|constrain|>json<|message|>{}",
+    "<|call|>", "to=", "commentary ", "functions.", "f json", "{}", '{"a": "}"}', "to=func", "functo", "functools",
+    '[{"name": "g", "arguments": {}}]', " to", "c", "t", " ", "\n", CALL, ANALYSIS,
+])
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), text=st.lists(TEXT_PIECES, max_size=6).map("".join),
+       formats=st.sampled_from([WITH_TEXT, WITH_TEXT + ["phi4_mini"]]))
+def test_any_split_with_harmony_text(mod, data, text, formats):
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12).map(sorted))
+    assert feed_in_pieces(mod, text, cuts, formats=formats) == feed_in_pieces(mod, text, [], formats=formats)
+
+
+@pytest.mark.skipif(IMPLS[0].id != "c", reason="the Cython extension is disabled")
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), text=st.lists(TEXT_PIECES, max_size=6).map("".join),
+       formats=st.sampled_from([WITH_TEXT, WITH_TEXT + ["phi4_mini"]]))
+def test_twin_agrees_with_harmony_text(data, text, formats):
+    from textcalls import _scan_py
+
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12).map(sorted))
+    c_impl = IMPLS[0].values[0]
+    assert feed_in_pieces(c_impl, text, cuts, formats=formats) == feed_in_pieces(_scan_py, text, cuts, formats=formats)
+    assert c_impl.hold_from(text, formats=formats) == _scan_py.hold_from(text, formats=formats)

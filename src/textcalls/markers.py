@@ -113,6 +113,9 @@ DIALECTS: dict[str, bool] = {
     "apertus": True,
     "wrappers": True,      # <tools>, <tool>, <response>, <json>, <JSON>, <xml>, <function_call> around a call
     "harmony": True,       # gpt-oss Harmony written as text: commentary calls, analysis = reasoning, final = content
+    "lmstudio": True,      # [TOOL_REQUEST]{…}[END_TOOL_REQUEST]: LM Studio's own call format
+    "bracket_tool_call": True,  # [TOOL_CALL]{tool => "NAME", args => {--key "v"}}[/TOOL_CALL]: MiniMax M2.5/M2.7
+    "harmony_text": False,  # gpt-oss with its special tokens stripped: a plain phrase as opener — held deltas (opt-in)
     "phi4_mini": False,    # functools[{…}]: a plain word as opener — every delta ending in f… is held (opt-in)
     "json_message": False,      # the whole message is a call object / array of them (Llama 3.x)
     "pythonic_message": False,  # the whole message is a pythonic call list [f(a=1), g()]
@@ -155,6 +158,29 @@ BLOCKS: tuple[Block, ...] = (
     Block("harmony", "<|start|>assistant", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
 ) + tuple(
     Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS
+) + (
+    # Cousins seen in the field (issue 8): each one's own literal and grammar.
+    Block("lmstudio", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]", "json_calls"),
+    Block("bracket_tool_call", "[TOOL_CALL]", "[/TOOL_CALL]", "arrow_call"),
+    # lowercase Nemotron: an ordinary word too, so its body must start as JSON and be calls (else text)
+    Block("nemotron", "<toolcall>", "</toolcall>", "json_lines_or_array", strong=False, starts="{["),
+    # DSML openers as DeepSeek V4 misspells them (vLLM #56141), and the ASCII-bar spelling
+    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcalls>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml", json_strings=False),
+    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}tool>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml", json_strings=False),
+    Block("deepseek_dsml", "<|DSML|tool_calls>", "</|DSML|tool_calls>", "dsml", json_strings=False),
+    Block("deepseek_dsml", "<|DSML|function_calls>", "</|DSML|function_calls>", "dsml", json_strings=False),
+    # <｜DSML｜toolcall>NAME then (fenced) JSON arguments, or invokes
+    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcall>", f"</{_BAR}DSML{_BAR}toolcall>", "dsml_toolcall"),
+    # Llama 3.1 built-in tools: <|python_tag|>brave_search.call(query="…")<|eom_id|>
+    Block("llama3", "<|python_tag|>brave_search.call(", "<|eom_id|>", "builtin_call", json_strings=False),
+    Block("llama3", "<|python_tag|>wolfram_alpha.call(", "<|eom_id|>", "builtin_call", json_strings=False),
+    # Kimi K2 with its tool-call tokens decoded by id (a tokenizer that lost their names)
+    Block("kimi_k2", "<|reserved_token_163597|>", "<|reserved_token_163599|>", "kimi_k2"),
+    # gpt-oss with its special tokens stripped: commentary to=functions.NAME json{…} (opt-in: plain phrases).
+    # Anchored at the f of "functions": no word opener may hold an f past its first character, or the
+    # tail a stream holds for one word (functools) could hide the start of another (see _table.word_tail).
+    Block("harmony_text", "commentary to=", None, "harmony_text", strong=False, anchor="f"),
+    Block("harmony_text", "to=", None, "harmony_text", strong=False, anchor="f"),
 )
 
 MARKERS: tuple[Marker, ...] = (
@@ -181,4 +207,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("harmony", "<|return|>", always=True),
     Marker("llama3", "<|eom_id|>", before=False),
     Marker("llama3", "<|eot_id|>", before=False),
+    Marker("kimi_k2", "<|reserved_token_163595|>", before=True),  # the section tokens, decoded by id
+    Marker("kimi_k2", "<|reserved_token_163596|>", before=False),
+    Marker("functionary", "</tool_call>", before=False),  # Qwen3-Coder <function=…> without its <tool_call> opener
+    Marker("harmony_text", "<|call|>", before=False),
 )

@@ -22,6 +22,8 @@ from .context import Context
 __all__ = ["GRAMMARS", "WHOLE_MESSAGE", "Context"]
 
 _GLM_NAME = re.compile(r"[\w.:-]+")
+#: A ``name="…"`` attribute in a tag opener's attribute text (``<tool_call id="…" name="NAME">``).
+_NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
 
 
 def _single(call: ToolCall | None) -> list[ToolCall]:
@@ -31,8 +33,12 @@ def _single(call: ToolCall | None) -> list[ToolCall]:
 def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """``<tool_call>`` bodies, by their shape: a JSON call object or an array of them (Granite 3.1),
     Qwen3-Coder XML (``<function=…>``), or GLM (``NAME<arg_key>…``, or ``NAME`` and a line break: a
-    call without arguments — a lone word is not enough)."""
+    call without arguments — a lone word is not enough). When the opener names the tool
+    (``<tool_call id="…" name="NAME">``) a body that is empty or an object is its arguments."""
     text = body.strip()
+    named = _NAME_ATTRIBUTE.search(opener)
+    if named and (named.group(1) or named.group(2) or "").strip() and (not text or text.startswith(("{", "```"))):
+        return jsonlike.named_arguments((named.group(1) or named.group(2)).strip(), body)
     if text.startswith("["):
         return jsonlike.json_calls(opener, body, ctx)
     if text.startswith("<function="):
@@ -56,6 +62,24 @@ def function(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     if opener.startswith("<function=") and "<parameter=" in body:
         return xml.qwen3_xml(opener, opener + body + "</function>", ctx)
     return jsonlike.function_tag(opener, body, ctx)
+
+
+def dsml_toolcall(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """``<｜DSML｜toolcall>`` bodies: DSML invokes (a misspelled ``<｜DSML｜tool_calls>``), or ``NAME``
+    followed by its (fenced) JSON arguments."""
+    if body.lstrip().startswith("<"):
+        return xml.dsml(opener, body, ctx)
+    return jsonlike.name_then_json(opener, body, ctx)
+
+
+def function_calls(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """``<function_calls>`` bodies (the table's ``pythonic_lines`` grammar): Olmo 3's pythonic calls, one
+    per line (``pythonic.pythonic_lines``), or ``<invoke name="F"><parameter name="P">V</parameter></invoke>``
+    — Claude's XML, and DeepSeek V3.2 DSML whose ``｜DSML｜`` markers a server stripped — read as MiniMax-M2
+    invokes (values typed by the schema)."""
+    if body.lstrip().startswith("<invoke"):
+        return xml.minimax_m2(opener, body, ctx)
+    return pythonic.pythonic_lines(opener, body, ctx)
 
 
 def json_message(text: str, ctx: Context) -> list[ToolCall] | None:
@@ -106,6 +130,10 @@ GRAMMARS = {
     "apertus": jsonlike.apertus,
     "wrapped_call": jsonlike.wrapped_call,
     "pythonic_list": pythonic.pythonic_list,
-    "pythonic_lines": pythonic.pythonic_lines,
+    "pythonic_lines": function_calls,
     "harmony": _harmony.harmony,
+    "harmony_text": _harmony.harmony_text,
+    "arrow_call": jsonlike.arrow_call,
+    "dsml_toolcall": dsml_toolcall,
+    "builtin_call": pythonic.builtin_call,
 }

@@ -27,6 +27,7 @@ from .context import Context
 
 __all__ = [
     "apertus",
+    "arrow_call",
     "bare_json_message",
     "function_gemma",
     "function_tag",
@@ -35,6 +36,8 @@ __all__ = [
     "json_lines_or_array",
     "kimi_k2",
     "mistral",
+    "name_then_json",
+    "named_arguments",
     "wrapped_call",
 ]
 
@@ -51,7 +54,11 @@ _FUNCTION_OPENER = re.compile(
 )
 
 KIMI_ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
+#: The same token decoded by its id, by a tokenizer that lost K2's token names.
+KIMI_RESERVED_ARGUMENT_BEGIN = "<|reserved_token_163598|>"
 _KIMI_ID = re.compile(r"(?P<name>\S+):[0-9]+")
+#: An id, whitespace and an object: the argument token left out (vLLM's streamed leak writes it so).
+_KIMI_SPACED = re.compile(r"\s*(?P<id>\S+:[0-9]+)\s+(?=\{)")
 
 _MISTRAL_CALL_ID = "[CALL_ID]"
 _MISTRAL_ARGS = "[ARGS]"
@@ -264,16 +271,28 @@ def kimi_k2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 
     The call id is the id as written (``functions.NAME:IDX``, or ``NAME:IDX`` without the
     prefix, which SGLang and vLLM accept too); the name is that id without ``functions.`` and
-    ``:IDX``. An empty arguments text is ``{}``. Anything else is ``[]``.
+    ``:IDX``. An empty arguments text is ``{}``. The argument token may be written by its id
+    (``<|reserved_token_163598|>``) or left out when whitespace separates the id from the object
+    (``functions.f:0 {"a": 1}``; glued, ``:0{``, stays malformed); arguments encoded twice (a JSON
+    string holding the object) are decoded once more. Anything else is ``[]``.
     """
     head, sep, tail = body.partition(KIMI_ARGUMENT_BEGIN)
+    if not sep:
+        head, sep, tail = body.partition(KIMI_RESERVED_ARGUMENT_BEGIN)
+    if not sep:
+        spaced = _KIMI_SPACED.match(body)
+        if spaced:
+            head, sep, tail = spaced.group("id"), " ", body[spaced.end():]
     call_id = head.strip()
     m = _KIMI_ID.fullmatch(call_id) if sep else None
     if not m:
         return []
     name = m.group("name").removeprefix("functions.")
     text = tail.strip()
-    call = make_call(name, _load(text) if text else {}, call_id)
+    args = _load(text) if text else {}
+    if isinstance(args, str):  # arguments encoded twice: a JSON string holding the object
+        args = _load(args)
+    call = make_call(name, args, call_id)
     return [] if call is None else [call]
 
 
@@ -319,6 +338,142 @@ def apertus(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
             return []
         calls.append(call)
     return calls
+
+
+def named_arguments(name: str, body: str) -> list[ToolCall]:
+    """A call whose name was written outside the body (``<tool_call name="NAME">{args}</tool_call>``):
+    the body (maybe fenced; empty is ``{}``) is the arguments object — unless it is itself a call object
+    (``name`` and ``arguments``/``parameters``/``args``/``input``, no other keys but ``id``/``type``):
+    read as one if it names the same tool, ``[]`` if another (which one was meant is not known).
+    ``[]`` if the body is not an object."""
+    text = relaxed_json.strip_fence(body).strip()
+    value = _load(text) if text else {}
+    if (
+        isinstance(value, dict)
+        and "name" in value
+        and value.keys() & _CALL_ARGUMENT_KEYS
+        and value.keys() <= _CALL_ARGUMENT_KEYS | {"name", "id", "type"}
+    ):
+        same = isinstance(value["name"], str) and value["name"].strip() == name.strip()
+        call = _object_call(value) if same else None
+        return [] if call is None else [call]
+    call = make_call(name, value)
+    return [] if call is None else [call]
+
+
+_CALL_ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args", "input"})
+
+
+_NAME_HEAD = re.compile(r"\s*(?P<name>[^\s{}\[\]<>\"'`]+)\s*")
+
+
+def name_then_json(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """``NAME`` then its JSON arguments object, maybe in a markdown fence (``NAME\n```json\n{…}\n```\n``),
+    as DeepSeek V3 writes after its separator; nothing after the name is ``{}``. ``[]`` otherwise."""
+    m = _NAME_HEAD.match(body)
+    if not m:
+        return []
+    text = relaxed_json.strip_fence(body[m.end():]).strip()
+    call = make_call(m.group("name"), _load(text) if text else {})
+    return [] if call is None else [call]
+
+
+# --- MiniMax's [TOOL_CALL] {tool => "NAME", args => {--key "value"}} notation ---------------------
+
+_ARROW = re.compile(r"\{\s*tool\s*=>\s*")
+_ARROW_ARGS = re.compile(r"\s*,\s*args\s*=>\s*")
+_FLAG = re.compile(r"--(?P<key>[^\s=\-][^\s=]*)(?:\s*=\s*|\s+)")
+_BARE_VALUE = re.compile(r"[^\s{}\[\],\"']+")
+_DECODER = json.JSONDecoder()
+
+
+def arrow_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """MiniMax M2.5/M2.7's ``[TOOL_CALL]`` bodies: ``{tool => "NAME", args => {--key "value" --n 20}}``,
+    one or more. ``args`` holds ``--key VALUE`` flags — VALUE a JSON value, or one bare word read as
+    a string — or a JSON object (strict, then relaxed: ``{path: "x"}``); without ``args`` the call has
+    none. A JSON call object or array (``{"name", "arguments"}``) is read as such. ``None`` (the text
+    stays) when the body starts neither way; ``[]`` when it starts so but is malformed (``args => {...}``).
+    """
+    text = relaxed_json.strip_fence(body).strip()
+    if not _ARROW.match(text):
+        return json_calls(opener, body, ctx) if text.startswith(("{\"", "[")) else None
+    calls, pos, end = [], 0, len(text)
+    try:
+        while pos < end:
+            m = _ARROW.match(text, pos)
+            if not m:
+                return []
+            name, pos = _DECODER.raw_decode(text, m.end())
+            args: object = {}
+            m = _ARROW_ARGS.match(text, pos)
+            if m:
+                args, pos = _arrow_args(text, m.end())
+            pos = _SPACE.match(text, pos).end()
+            if not text.startswith("}", pos):
+                return []
+            call = make_call(name, args)
+            if call is None:
+                return []
+            calls.append(call)
+            pos = _SPACE.match(text, pos + 1).end()
+    except (ValueError, RecursionError):  # a JSON value that does not decode
+        return []
+    return calls
+
+
+def _arrow_args(text: str, pos: int) -> tuple[object, int]:
+    """The ``args`` value at ``pos``: ``{--k v …}`` flags or an object; (value, end). ValueError if neither."""
+    if not text.startswith("{", pos):
+        raise ValueError("args is not an object")
+    inner = _SPACE.match(text, pos + 1).end()
+    if not text.startswith("--", inner):
+        end = _object_end(text, pos)
+        value = _load(text[pos:end])
+        if value is _FAIL:
+            raise ValueError("args is not an object")
+        return value, end
+    args: dict = {}
+    pos = inner
+    while not text.startswith("}", pos):
+        m = _FLAG.match(text, pos)
+        if not m or m.group("key") in args:
+            raise ValueError("not a --key value flag")
+        pos = m.end()
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except ValueError:
+            bare = _BARE_VALUE.match(text, pos)
+            if not bare:
+                raise
+            value, pos = bare.group(), bare.end()
+        args[m.group("key")] = value
+        pos = _SPACE.match(text, pos).end()
+        if text.startswith(",", pos):
+            pos = _SPACE.match(text, pos + 1).end()
+    return args, pos + 1
+
+
+def _object_end(text: str, pos: int) -> int:
+    """The index after the ``}`` that closes the object opening at ``pos`` (strings skipped); ValueError
+    when it does not close."""
+    depth, quote, k, n = 0, "", pos, len(text)
+    while k < n:
+        c = text[k]
+        if quote:
+            if c == "\\":
+                k += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    raise ValueError("unclosed object")
 
 
 # --- Gemma's call:NAME{…} notation ----------------------------------------------------------

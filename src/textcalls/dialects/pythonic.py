@@ -23,13 +23,15 @@ import tokenize
 
 from ..toolcall import ToolCall
 from .context import Context
-from .jsonlike import make_call
+from .jsonlike import json_calls, make_call
 
-__all__ = ["pythonic_lines", "pythonic_list", "pythonic_message"]
+__all__ = ["builtin_call", "pythonic_lines", "pythonic_list", "pythonic_message"]
 
 #: Starts like a call list or a call: ``[`` or a (dotted) identifier and ``(``.
 _CALL_SHAPED = re.compile(r"\[|[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*\s*\(")
 _JSON_NAMES = {"true": True, "false": False, "null": None}
+#: JSON call objects where a call list is expected (LFM2, Llama 4 with a Llama 3 habit): ``{`` or ``[{``.
+_JSON_SHAPED = re.compile(r"\{|\[\s*\{")
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
@@ -65,10 +67,14 @@ class _NotACall(Exception):
 def pythonic_list(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """``[f(a='x', b=2), g()]`` — LFM2 ``<|tool_call_start|>``, Llama 4 ``<|python_start|>``.
 
-    A list of calls, or one call without the brackets. ``None`` if the body is not call-shaped;
+    A list of calls, or one call without the brackets. A body that is JSON call objects instead
+    (``{"name", "arguments"|"parameters"}`` or an array of them, as LFM2 and Llama 4 also write) is
+    read as ``jsonlike.json_calls`` reads it. ``None`` if the body is not call-shaped;
     ``[]`` if it does not parse, is not calls (an empty list included) or has a malformed call.
     """
     text = body.strip()
+    if _JSON_SHAPED.match(text):
+        return json_calls(opener, body, ctx)
     if not _CALL_SHAPED.match(text):
         return None
     calls = _parse_calls(text)
@@ -104,6 +110,18 @@ def pythonic_message(text: str, ctx: Context) -> list[ToolCall] | None:
     if not calls or not all(ctx.known(call.name) for call in calls):
         return None
     return calls
+
+
+def builtin_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Llama 3.1 built-in tools: ``<|python_tag|>brave_search.call(query="…")<|eom_id|>`` (also
+    ``wolfram_alpha``). The opener ends with ``NAME.call(``; the body is the keyword arguments and the
+    closing parenthesis. The call is ``NAME`` (without ``.call``); ``[]`` unless it is exactly one
+    well-formed call."""
+    head = opener[opener.rfind("|>") + 2 :]
+    calls = _parse_calls(head + body.strip())
+    if calls is None or len(calls) != 1 or not calls[0].name.endswith(".call"):
+        return []
+    return [ToolCall(calls[0].name[: -len(".call")], calls[0].arguments)]
 
 
 def _parse_calls(text: str) -> list[ToolCall] | None:
