@@ -25,7 +25,7 @@ MAX_CHOICES = 128
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
-    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held")
+    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held", "midline")
 
     def __init__(self, options: dict) -> None:
         self.scrubber = _scan.impl.StreamScrubber(**options)
@@ -34,6 +34,9 @@ class _Choice:
         self.recovered = 0  # recovered calls emitted
         self.next_index = 0  # first downstream tool_calls index not used yet
         self.held: dict | None = None  # downstream index -> _Held: structured calls held for repair
+        # settled, and its scrubber known to be mid-line: a text without a line ending fed to it on the
+        # fast path cannot move its line state (code fences), so it needs no feeding
+        self.midline = False
 
 
 class _Held:
@@ -144,6 +147,7 @@ class ChunkRecovery:
         if not choices:
             return [chunk]
         if not self.active:
+            content = None
             for choice in choices:
                 delta = choice.get("delta")
                 if delta:
@@ -151,7 +155,12 @@ class ChunkRecovery:
                     if delta.get("tool_calls") or (isinstance(content, str) and self._opens(content)):
                         break
             else:  # all settled, and nothing that could open a block or a fence: nothing to change
-                if self._fences or self._choices:
+                if len(choices) == 1 and choice.get("finish_reason") is None:  # the common case, inline
+                    if self._fences and content and isinstance(content, str):
+                        state = self._choices.get(choice["index"])
+                        if state is None or not state.midline or "\n" in content:
+                            self.follow(choice["index"], content)
+                elif self._fences or self._choices:
                     self._passed(choices)
                 return [chunk]
         self._room(choices)
@@ -197,7 +206,11 @@ class ChunkRecovery:
         if state is None:
             self._room(({"index": index},))
             state = self._choices[index] = _Choice(self.options)
+        elif state.midline and "\n" not in text:
+            return
         state.scrubber.feed(text)
+        tail = text[text.rfind("\n") + 1:]
+        state.midline = len(tail) > 3 or bool(tail.strip(" "))  # else unknown: fed next time
 
     # -- one choice ---------------------------------------------------------------------------
 
@@ -205,7 +218,7 @@ class ChunkRecovery:
         """After a chunk passed unchanged: its content fed (code fences on: see the class doc), and
         its finished choices forgotten (they start afresh)."""
         fences = self._fences
-        if fences:
+        if fences and len(self._choices) + len(choices) > MAX_CHOICES:
             self._room(choices)
         for choice in choices:
             index = choice["index"]
@@ -259,6 +272,7 @@ class ChunkRecovery:
             scrubber = state.scrubber
             n = len(scrubber.calls)
             text = scrubber.feed(content)
+            state.midline = False  # fed off the fast path: its line state is not followed here
             thought = scrubber.take_reasoning()
             if not state.active and text != content:
                 self._mark(state)  # it holds text, or removed some
