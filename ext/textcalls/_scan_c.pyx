@@ -12,7 +12,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
 from textcalls._table import (
-    CALLS_IN_REASONING, UNKNOWN_TOOLS, read_block, read_unterminated, read_whole, table_for,
+    CALLS_IN_REASONING, UNKNOWN_TOOLS, BareLead, read_bare, read_block, read_unterminated, read_whole, table_for,
 )
 from textcalls.dialects import Context
 from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
@@ -441,6 +441,7 @@ cdef class StreamScrubber:
     cdef int _whole           # whole-message formats: 1 = only whitespace so far, 2 = holding a possible call
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
+    cdef object _bare         # with tools: _table.BareLead while a message's start may be a bare JSON call
     cdef object _memo_s       # the buffer _next_at speaks of
     cdef Py_ssize_t _next_at[8]
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)  # per first character: its next index in _memo_s at or after the search (-1: none)
@@ -475,6 +476,11 @@ cdef class StreamScrubber:
         self._whole_len = 0
         if not isinstance(reasoning_started, bool):
             raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
+        # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
+        self._bare = None
+        if self._ctx.has_tools and not self._whole and not reasoning_started:
+            self._bare = BareLead(self._ctx, max_block)
+            self._whole = 3
         self._extract = calls_in_reasoning == "extract"
         self._auto = calls_in_reasoning == "auto"
         self._pending = None
@@ -549,6 +555,8 @@ cdef class StreamScrubber:
     cdef str _flush(self):
         if self._closed:
             return ""
+        if self._whole == 3:
+            return self._bare_done(self._bare.finish()) + self._flush()
         if self._whole:
             text, holding = "".join(self._whole_parts), self._whole == 2
             self._whole, self._whole_parts = 0, []
@@ -558,6 +566,8 @@ cdef class StreamScrubber:
                 self.removed += 1
                 self._closed = True
                 return ""
+            if holding and self._ctx.has_tools:  # a bare call of an offered tool, maybe followed by content
+                return self._bare_done(read_bare(text, self._ctx, self.max_block)) + self._flush()
             return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 else self._run(self._held, True)
@@ -571,6 +581,18 @@ cdef class StreamScrubber:
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
         characters; anything else goes on to the scanner."""
         cdef str start, text
+        if self._whole == 3:
+            blank = self._bare.lead(delta)
+            shown = ""
+            if blank:  # blanks before the message's first character are shown at once, never held
+                self._whole = 0
+                shown = self._feed(delta[:blank])
+                self._whole = 3
+                delta = delta[blank:]
+                if not delta:
+                    return shown
+            decided = self._bare.feed(delta)
+            return shown if decided is None else shown + self._bare_done(decided)
         self._whole_parts.append(delta)
         self._whole_len += PyUnicode_GET_LENGTH(delta)
         if self._whole == 1:
@@ -582,6 +604,16 @@ cdef class StreamScrubber:
             return ""
         text = "".join(self._whole_parts)
         self._whole, self._whole_parts = 0, []
+        return self._feed(text)
+
+    cdef str _bare_done(self, decided):
+        """A bare call's start decided: its calls taken, the text after it (or all, if not a call) scanned."""
+        calls, text, consumed = decided
+        self._whole, self._bare = 0, None
+        if calls:
+            self.calls.extend(calls)
+            self.removed += 1
+            self._pos += consumed
         return self._feed(text)
 
     cdef inline int _emit(self, list out, str text) except -1:

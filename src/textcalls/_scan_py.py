@@ -13,6 +13,8 @@ import threading
 from ._table import (
     CALLS_IN_REASONING,
     UNKNOWN_TOOLS,
+    BareLead,
+    read_bare,
     read_block,
     read_unterminated,
     read_whole,
@@ -170,7 +172,7 @@ class StreamScrubber:
     __slots__ = (
         "calls", "removed", "max_block", "_spec", "_ctx", "_unknown", "_held", "_closed", "_pos", "_after",
         "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
-        "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len",
+        "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len", "_bare",
         "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len", "_fences", "_fence", "_line",
         "_busy", "_auto", "_pending",
     )
@@ -218,6 +220,11 @@ class StreamScrubber:
         self._whole_len = 0
         if not isinstance(reasoning_started, bool):
             raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
+        # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
+        self._bare = None
+        if self._ctx.has_tools and not self._whole and not reasoning_started:
+            self._bare = BareLead(self._ctx, max_block)
+            self._whole = 3
         self._extract = calls_in_reasoning == "extract"
         self._auto = calls_in_reasoning == "auto"
         self._pending = None  # "auto": the blocks that ended a closed span, until the content calls a tool or not
@@ -282,6 +289,8 @@ class StreamScrubber:
     def _flush(self) -> str:
         if self._closed:
             return ""
+        if self._whole == 3:
+            return self._bare_done(self._bare.finish()) + self._flush()
         if self._whole:
             text, holding = "".join(self._whole_parts), self._whole == 2
             self._whole, self._whole_parts = 0, []
@@ -291,6 +300,8 @@ class StreamScrubber:
                 self.removed += 1
                 self._closed = True
                 return ""
+            if holding and self._ctx.has_tools:  # a bare call of an offered tool, maybe followed by content
+                return self._bare_done(read_bare(text, self._ctx, self.max_block)) + self._flush()
             return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and not self._held else self._run(self._held, True)
@@ -303,6 +314,18 @@ class StreamScrubber:
     def _feed_whole(self, delta: str) -> str:
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
         characters; anything else goes on to the scanner."""
+        if self._whole == 3:
+            blank = self._bare.lead(delta)
+            shown = ""
+            if blank:  # blanks before the message's first character are shown at once, never held
+                self._whole = 0
+                shown = self._feed(delta[:blank])
+                self._whole = 3
+                delta = delta[blank:]
+                if not delta:
+                    return shown
+            decided = self._bare.feed(delta)
+            return shown if decided is None else shown + self._bare_done(decided)
         self._whole_parts.append(delta)
         self._whole_len += len(delta)
         if self._whole == 1:
@@ -314,6 +337,16 @@ class StreamScrubber:
             return ""
         text = "".join(self._whole_parts)
         self._whole, self._whole_parts = 0, []
+        return self._feed(text)
+
+    def _bare_done(self, decided) -> str:
+        """A bare call's start decided: its calls taken, the text after it (or all, if not a call) scanned."""
+        calls, text, consumed = decided
+        self._whole, self._bare = 0, None
+        if calls:
+            self.calls.extend(calls)
+            self.removed += 1
+            self._pos += consumed
         return self._feed(text)
 
     # -- the state machine --------------------------------------------------------------------

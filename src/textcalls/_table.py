@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import re
 
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 
 __all__ = [
     "Table", "table_for", "read_block", "read_unterminated", "read_whole", "word_tail", "CALLS_IN_REASONING",
-    "UNKNOWN_TOOLS", "STRIPPED_CLOSERS",
+    "UNKNOWN_TOOLS", "STRIPPED_CLOSERS", "BareLead", "read_bare",
 ]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
@@ -117,3 +118,203 @@ def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context
         if calls:
             return calls if all(ctx.known(c.name) for c in calls) else None
     return None
+
+
+# -- bare JSON calls when the request's tools are known (issue 8, class 3) ----------------------------
+
+_WS = " \t\n\r\x0b\x0c"
+#: what may come before a bare call (spaces and line breaks: what the gateway screens' line state reads as blank)
+_BLANK = " \n\r"
+_JSON_STOP = re.compile(r'["{}\[\]]')
+_STRING_STOP = re.compile(r'["\\]')
+_FENCE_INFO = frozenset({"", "json", "JSON", "json5"})
+_FENCE_INFO_MAX = 16
+#: phases of ``BareLead``
+_START, _TICKS, _INFO, _VALUE, _JSON, _AFTER, _FENCE_END, _CLOSE, _TAIL = range(9)
+
+
+class BareLead:
+    """Reads, incrementally, a message that may start with a bare JSON call of an offered tool (used by both
+    scanners when ``tools`` are given; cold code: only while a message's start is held).
+
+    The message, after leading whitespace, must be one of: a JSON value that is a call or an array of calls
+    (``dialects.jsonlike.bare_calls``: offered tools only), or several such values separated by ``;`` (Llama
+    3), then only spaces or tabs up to a line break or the end of the message (the rest, from that line
+    break, is content); or a single markdown fence (```` ``` ```` or ```` ```json ````) holding such a value
+    that is the whole message. ``feed(delta)`` returns ``None`` while the start may still be a call, else
+    ``(calls, text, consumed)``: the calls (``None``: it is not one), the text the scanner reads from here
+    (everything held when not a call; the rest after the call otherwise) and how many characters the calls
+    took. ``finish()`` decides at the end of the message. Each character is looked at once (linear), and at
+    most ``max_block`` characters are held: past that it is text.
+    """
+
+    __slots__ = ("ctx", "room", "phase", "parts", "seen", "value", "depth", "in_str", "esc", "ticks",
+                 "fence", "info", "calls")
+
+    def __init__(self, ctx: Context, max_block: int) -> None:
+        self.ctx = ctx
+        self.room = max_block  # characters that may still be held
+        self.phase = _START
+        self.parts: list = []  # everything held
+        self.seen = 0  # characters held so far
+        self.value: list = []  # the current JSON value's text
+        self.depth = 0
+        self.in_str = self.esc = False
+        self.ticks = self.fence = 0
+        self.info = ""
+        self.calls: list = []
+
+    def lead(self, delta: str) -> int:
+        """How many characters at the start of ``delta`` are blank before the message's first character
+        (spaces and line breaks): the scanner shows them at once, they are never held. 0 once started."""
+        if self.phase != _START:
+            return 0
+        return len(delta) - len(delta.lstrip(_BLANK))
+
+    def feed(self, delta: str):
+        self.parts.append(delta)
+        n = len(delta)
+        stop = min(n, self.room)
+        i = self._scan(delta, 0, stop)
+        if i is None:  # not a call
+            return None, "".join(self.parts), 0
+        if i < 0:  # undecided over the whole of what it may look at
+            self.room -= stop
+            self.seen += stop
+            if stop < n:  # past max_block
+                return None, "".join(self.parts), 0
+            return None
+        return self.calls, delta[i:], self.seen + i
+
+    def finish(self):
+        if self.phase in (_AFTER, _TAIL) or (self.phase == _CLOSE and self.ticks >= self.fence):
+            return self.calls, "", self.seen
+        return None, "".join(self.parts), 0
+
+    def _scan(self, s: str, i: int, end: int):
+        """Read ``s[i:end]``: -1 undecided, ``None`` not a call, else the index where the content starts."""
+        while i < end:
+            phase = self.phase
+            if phase == _JSON:
+                if self.in_str:
+                    if self.esc:
+                        self.esc = False
+                        self.value.append(s[i])
+                        i += 1
+                        continue
+                    m = _STRING_STOP.search(s, i, end)
+                    if m is None:
+                        self.value.append(s[i:end])
+                        return -1
+                    j = m.start()
+                    if s[j] == "\\":
+                        self.esc = True
+                    else:
+                        self.in_str = False
+                    self.value.append(s[i:j + 1])
+                    i = j + 1
+                    continue
+                m = _JSON_STOP.search(s, i, end)
+                if m is None:
+                    self.value.append(s[i:end])
+                    return -1
+                j = m.start()
+                c = s[j]
+                self.value.append(s[i:j + 1])
+                i = j + 1
+                if c == '"':
+                    self.in_str = True
+                elif c in "{[":
+                    self.depth += 1
+                else:
+                    self.depth -= 1
+                    if self.depth == 0:
+                        calls = _bare_value("".join(self.value), self.ctx)
+                        if calls is None:
+                            return None
+                        self.calls += calls
+                        self.value = []
+                        self.phase = _FENCE_END if self.fence else _AFTER
+                continue
+            c = s[i]
+            if phase == _START or phase == _VALUE:
+                if c in (_BLANK if phase == _START else _WS):
+                    i += 1
+                    continue
+                if c in "{[":
+                    self.phase, self.depth, self.value = _JSON, 1, [c]
+                    i += 1
+                    continue
+                if c == "`" and phase == _START:
+                    self.phase, self.ticks = _TICKS, 1
+                    i += 1
+                    continue
+                return None
+            if phase == _TICKS:
+                if c == "`":
+                    self.ticks += 1
+                    i += 1
+                    continue
+                if self.ticks < 3:
+                    return None
+                self.fence, self.phase = self.ticks, _INFO
+                continue
+            if phase == _INFO:
+                if c == "\n":
+                    if self.info.strip(_WS) not in _FENCE_INFO:
+                        return None
+                    self.phase = _VALUE
+                elif len(self.info) >= _FENCE_INFO_MAX or c == "`":
+                    return None
+                else:
+                    self.info += c
+                i += 1
+                continue
+            if phase == _AFTER:
+                if c in " \t":
+                    i += 1
+                    continue
+                if c == ";":
+                    self.phase = _VALUE
+                    i += 1
+                    continue
+                if c in "\r\n":
+                    return i
+                return None
+            if phase == _FENCE_END:
+                if c in _WS:
+                    i += 1
+                    continue
+                if c == "`":
+                    self.phase, self.ticks = _CLOSE, 1
+                    i += 1
+                    continue
+                return None
+            if phase == _CLOSE:
+                if c == "`":
+                    self.ticks += 1
+                    i += 1
+                    continue
+                if self.ticks < self.fence:
+                    return None
+                self.phase = _TAIL
+                continue
+            # _TAIL: the fence was the whole message; only whitespace may follow
+            if c in _WS:
+                i += 1
+                continue
+            return None
+        return -1
+
+
+def _bare_value(text: str, ctx: Context):
+    from .dialects.jsonlike import bare_calls
+
+    return bare_calls(text, ctx)
+
+
+def read_bare(text: str, ctx: Context, max_block: int):
+    """``BareLead`` over a whole text at once: ``(calls, rest, consumed)``, ``calls`` ``None`` when it is not one."""
+    lead = BareLead(ctx, max_block)
+    decided = lead.feed(text)
+    return lead.finish() if decided is None else decided

@@ -6,7 +6,7 @@ import json
 
 from . import _scan
 from .openai import recover_response, should_recover
-from .screens import may_contain_markup
+from .screens import may_contain_markup, may_hold_bare_call
 
 __all__ = ["recover_response_bytes"]
 
@@ -19,8 +19,8 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     not offered, when ``may_contain_markup`` says no markup of the enabled formats can be in it
     and no structured call's name can carry any (no JSON decoding at all; with a whole-message
     format, which has no markup to look for, or ``reasoning_started``, the body is always
-    decoded), when it is not a JSON object that
-    ``recover_response`` accepts (error bodies, other shapes) or when no choice changes.
+    decoded; with ``tools``, also when a ``"content"`` starts as a bare JSON call may), when it
+    is not a JSON object that ``recover_response`` accepts (error bodies, other shapes) or when no choice changes.
     Otherwise the result is compact UTF-8 JSON bytes.
     """
     if not isinstance(body, (bytes, bytearray, memoryview)):
@@ -31,7 +31,8 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
         return body
     data = bytes(body) if isinstance(body, memoryview) else body
     if not (may_contain_markup(data, formats=options.get("formats")) or options.get("reasoning_started")
-            or _marked_name(data)):  # no JSON decoding at all
+            or _marked_name(data) or (options.get("tools") is not None and may_hold_bare_call(data))):
+        # no JSON decoding at all
         return body
     try:
         response = json.loads(data)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from . import _scan
@@ -113,7 +114,10 @@ class ChunkRecovery:
     scrubber (and ``SSERecovery`` sends such events without decoding them); with them on, its
     text is still fed, since it moves the line state that decides whether a later backtick run
     is a fence. A whole-message format (``json_message`` …) reads every message from its
-    start, so with one enabled ``active`` is never 0 and every chunk is read.
+    start, so with one enabled ``active`` is never 0 and every chunk is read. With ``tools``, a
+    message that starts with a bare JSON call of an offered tool is a call: ``{`` and ``[`` count
+    among ``starts``, and skipped content is fed as with code fences on, so a choice's first
+    non-blank characters always reach its scrubber.
 
     At most ``MAX_CHOICES`` choices may be open at once (a choice closes with its
     ``finish_reason``): a chunk that would open one more raises ValueError.
@@ -125,14 +129,24 @@ class ChunkRecovery:
         self.native = native
         self.has_tools = has_tools
         self.options = options
+        table = table_for(options.get("formats"))
+        # with tools, a message may start with a bare JSON call of an offered tool (the scrubber holds it
+        # from its first `{`, `[` or backtick after blanks): content skipped by the screens must then reach
+        # the scrubber until its choice has shown non-blank text (see follow), as with code fences on — so
+        # the screens are those of fences on (they skip less, never more), and `{`, `[` are starts too
+        self._bare = options.get("tools") is not None and not options.get("reasoning_started") and not (
+            table.whole or table.anchored)
         #: the screens, derived from the same table and fence setting as the scrubbers
-        self.screen = screen_for(table_for(options.get("formats")), options.get("code_fences", True))
+        self.screen = screen_for(table, options.get("code_fences", True) or self._bare)
         self.starts = self.screen.starts  #: what can begin markup (or a fence run) in content
+        self._opens = self.screen.opens
+        self._fences = self.screen.fences  # skipped content is still fed
+        if self._bare:
+            self.starts = "".join(sorted(set(self.starts) | set("{[")))
+            self._opens = re.compile(f"[{re.escape(self.starts)}]").search
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
         self._floor = 1 if self.screen.every or options.get("reasoning_started") else 0
-        self._opens = self.screen.opens
-        self._fences = self.screen.fences
         self.recovered = 0  #: tool calls recovered and emitted so far, all choices
         self._choices: dict = {}
         self.active = self._floor  #: choices that may not behave like fresh ones (read-only)
@@ -210,7 +224,10 @@ class ChunkRecovery:
             return
         state.scrubber.feed(text)
         tail = text[text.rfind("\n") + 1:]
-        state.midline = len(tail) > 3 or bool(tail.strip(" "))  # else unknown: fed next time
+        if self._bare:  # only non-blank text shows its scrubber is past a bare call's start
+            state.midline = bool(tail.strip(" \r"))
+        else:
+            state.midline = len(tail) > 3 or bool(tail.strip(" "))  # else unknown: fed next time
 
     # -- one choice ---------------------------------------------------------------------------
 

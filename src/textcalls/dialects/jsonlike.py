@@ -28,6 +28,7 @@ from .context import Context
 __all__ = [
     "apertus",
     "arrow_call",
+    "bare_calls",
     "bare_json_message",
     "function_gemma",
     "function_tag",
@@ -245,6 +246,58 @@ def bare_json_message(text: str, ctx: Context) -> list[ToolCall] | None:
         return None
     call = _object_call(value)
     return None if call is None else [call]
+
+
+_BARE_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
+_BARE_WRAPPER_KEYS = frozenset({"type", "function", "id"})
+
+
+def bare_calls(text: str, ctx: Context) -> list[ToolCall] | None:
+    """A bare JSON value (strict JSON, no repair) that is a call of an offered tool, or a non-empty
+    array of them; ``None`` otherwise, and always without ``tools``. A call is
+    ``{"name", "arguments"|"parameters"}`` (also with ``"type": "function"`` and ``"id"``) or OpenAI's
+    ``{"type": "function", "function": {"name", "arguments"}}`` (``id`` allowed); the arguments an
+    object or JSON text holding one (``null`` is ``{}``). Any other key makes it text."""
+    if not ctx.has_tools:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        return None
+    calls = []
+    for item in values:
+        call = _bare_call(item, ctx)
+        if call is None:
+            return None
+        calls.append(call)
+    return calls
+
+
+def _bare_call(item: object, ctx: Context) -> ToolCall | None:
+    if not isinstance(item, dict):
+        return None
+    if "function" in item:
+        if item.get("type") != "function" or not item.keys() <= _BARE_WRAPPER_KEYS:
+            return None
+        item = item["function"]
+        if not isinstance(item, dict):
+            return None
+    if not item.keys() <= _BARE_KEYS or item.get("type", "function") != "function":
+        return None
+    name = item.get("name")
+    present = [key for key in ("arguments", "parameters") if key in item]
+    if not isinstance(name, str) or len(present) != 1 or not ctx.known(name.strip()):
+        return None
+    args = item[present[0]]
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except (ValueError, RecursionError):
+            return None
+    return make_call(name, {} if args is None else args)
 
 
 # --- a name outside the JSON ----------------------------------------------------------------
