@@ -1,0 +1,1394 @@
+"""Bounded differential fuzzing of every layer, Cython against the twin and each layer against ``parse``.
+
+Random texts are built from the whole table (every opener, closer and marker literal and proper prefixes
+of them), tag openers with attribute text, code-fence runs, valid and broken call bodies of every grammar,
+``<think>`` spans, Harmony tokens, prose, CR/CRLF, non-ASCII and lone surrogates; random option sets
+cover ``formats``, ``max_block``, ``tools``, ``unknown_tools``, ``calls_in_reasoning``, ``code_fences`` (and
+``reasoning_started`` where the scrubber has it).
+Three layers are compared, each on both implementations (``textcalls._scan.impl`` switched):
+
+- ``StreamScrubber``: per-feed output, reasoning and call counts identical between Cython and the twin for
+  the same split; any split gives the one-feed result; ``parse`` agrees (content, calls, reasoning, removed).
+- ``recover_stream``: one or two choices interleaved in random deltas (role chunk first, finish last,
+  sometimes a structured call or a usage chunk), ``native`` True and False: per choice the content equals
+  ``parse``'s, the calls equal ``parse``'s when the gate allows (indexes after the structured ones),
+  ``finish_reason`` is ``"tool_calls"`` iff calls were recovered, ``reasoning_content`` concatenates to
+  what the scrubber moved out; Cython and twin give the same chunks (call ids masked); a chunk that needs
+  no change (by a reference scrubber fed the same deltas) comes back as the very same object, and only then.
+- ``SSERecovery``: the same chunk stream as SSE bytes (LF/CRLF, comments, escaped forms, ``[DONE]``) fed in
+  random byte splits, 1-byte splits and splits inside UTF-8 sequences: the same bytes for every split and
+  for both implementations (call ids masked), and the events decode to layer 2's chunks.
+
+Budget (environment): ``TEXTCALLS_FUZZ_SEED`` (any string; default fixed), ``TEXTCALLS_FUZZ_CASES``
+(cases per layer), ``TEXTCALLS_FUZZ_SECONDS`` (seconds for the three layers together: without it the default
+case counts run, capped by a safety deadline; with it, cases run until the time is up), ``TEXTCALLS_FUZZ_START``
+(the first case number: with ``TEXTCALLS_FUZZ_CASES=1`` it replays one case) and ``TEXTCALLS_FUZZ_SHRINK_SECONDS``.
+Case ``k`` of a layer depends only on the seed, the layer and ``k``. A failure is shrunk (pieces, splits and
+options dropped greedily) and reported as a reproduction: options, texts, splits and the two outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import json
+import os
+import random
+import re
+import time
+import traceback
+import warnings
+
+import pytest
+
+from textcalls import _scan, _scan_py, _table
+from textcalls.markers import ATTR_MAX, BLOCKS, DIALECTS, MARKERS
+from textcalls.openai import recover_response
+from textcalls.parse import parse
+from textcalls.responses_bytes import recover_response_bytes
+from textcalls.sse import SSERecovery
+from textcalls.stream import ChunkRecovery, recover_stream
+
+from .conftest import IMPLS
+from .gateway_support.sse_events import events
+
+# --- budget --------------------------------------------------------------------------------------
+
+SEED = os.environ.get("TEXTCALLS_FUZZ_SEED", "20261130")
+START = int(os.environ.get("TEXTCALLS_FUZZ_START", "0"))
+_SECONDS = os.environ.get("TEXTCALLS_FUZZ_SECONDS")
+_CASES = os.environ.get("TEXTCALLS_FUZZ_CASES")
+SHRINK_SECONDS = float(os.environ.get("TEXTCALLS_FUZZ_SHRINK_SECONDS", "20"))
+#: share of the time budget, and default case count, per layer (the defaults take ~50 s on 2 cores)
+LAYERS = {"scrubber": (0.25, 10000), "chunks": (0.35, 2000), "sse": (0.40, 1100)}
+#: without TEXTCALLS_FUZZ_SECONDS, a safety deadline for the default case counts (seconds, all layers)
+SAFETY_SECONDS = 80.0
+MAX_REPORTS = 6  # distinct failures shrunk and reported per layer
+
+#: the reasoning policies and options of the scrubber under test (the API grows: follow it)
+POLICIES = getattr(_table, "CALLS_IN_REASONING", ("ignore", "extract"))
+STARTED = "reasoning_started" in inspect.signature(parse).parameters
+MODS = [(p.id, p.values[0]) for p in IMPLS if p.values[0] is not None]  # ("c", _scan_c)?, ("py", _scan_py)
+STATS: dict = {}  # layer -> cases run (read by long local runs)
+
+
+def _budget(layer: str) -> tuple:
+    share, default_cases = LAYERS[layer]
+    if _SECONDS is not None:
+        seconds = float(_SECONDS) * share
+        cases = int(_CASES) if _CASES else 1 << 62
+    else:
+        seconds = SAFETY_SECONDS * share
+        cases = int(_CASES) if _CASES else default_cases
+    return cases, seconds
+
+
+@contextlib.contextmanager
+def using(mod):
+    """Run the public API (parse, recover_stream, SSERecovery) on ``mod``."""
+    saved = _scan.impl
+    _scan.impl = mod
+    try:
+        yield
+    finally:
+        _scan.impl = saved
+
+
+# --- vocabulary ----------------------------------------------------------------------------------
+
+NAMES = ["f", "g", "lookup", "get_weather", "rm_rf"]
+SCHEMA = {"a": {"type": "integer"}, "b": {"type": "number"}, "q": {"type": "string"}, "on": {"type": "boolean"},
+          "obj": {"type": "object"}, "arr": {"type": "array"}, "nil": {"type": "null"},
+          "mix": {"type": ["integer", "string"]}, "city": {"type": "string"}}
+PARAMS = list(SCHEMA)
+LITERALS = sorted({b.opener for b in BLOCKS if b.anchor is None} | {b.closer for b in BLOCKS if b.closer}
+                  | {m.literal for m in MARKERS})
+WORDS = ["Sure.", "Let me check", " the weather", "a < b", "x > y", "[1, 2]", "{a}", "tool_call", "functions",
+         "call", "think", "TOOL_CALLS", "json", "name", "arguments", " ", "  ", "ok", "Done.", "<b>bold</b>",
+         "if a<b and c>d:", "f(x)", "```", "`code`", "'", "=", ":", ";", "functools", "func", "to=functions.f"]
+PROSE = ["The", " answer", " is", " 42.", " Let", " me", " look", " that", " up", ".", ",", " x", " y", "Sure",
+         " café", " — ", " (ok)", " 1+1=2", " a-b", " well", "!", "?", " I'll", " call", " the", " tool", "s", "ing"]
+UNICODE = ["é", "€", "｜", "😀", "▁", "\u00a0", "中文", "\u2028", "\ufeff", "ｔｏｏｌ"]
+PUNCT = ["<", ">", "/", "|", "[", "]", "{", "}", '"', "\\", "`", ":", ",", "=", "_", " ", "\t"]
+ALPHABET = "<>/|[]{}\"'\\`:=_ \n\tabcfilnostuéä｜▁\r"
+HIGH = ["\ud800", "\udbff", "\ud83d"]  # lone surrogates: one kind per case, so that none pairs up in JSON
+LOW = ["\udc00", "\udfff", "\ude00"]
+STRINGS = ["x", "Paris", "", "a b", "</tool_call>", "<tool_call>", "<|tool_call_end|>", "<｜tool▁call▁end｜>",
+           '"', "\\", "\n", "é€", "😀", "}", "]", "</parameter>", "<|call|>", "```", "</think>", "{\"a\": 1}"]
+DS_SEP = "<\uff5ctool\u2581sep\uff5c>"
+
+
+class G:
+    """Generation context: the random source and the case's lone-surrogate kind."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.surrogates = rng.choice([HIGH, LOW])
+
+    def chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def pick(self, seq):
+        return self.rng.choice(seq)
+
+
+def _value(g: G, depth: int = 0):
+    r = g.rng.random()
+    if r < 0.25:
+        return g.rng.randint(-5, 100)
+    if r < 0.32:
+        return g.pick([1.5, -0.25, 1e3, 0.0])
+    if r < 0.65:
+        s = g.pick(STRINGS)
+        return s + g.pick(g.surrogates) if g.chance(0.05) else s
+    if r < 0.75:
+        return g.pick([True, False, None])
+    if depth >= 2:
+        return "v"
+    if r < 0.87:
+        return [_value(g, depth + 1) for _ in range(g.rng.randint(0, 3))]
+    return {g.pick(PARAMS): _value(g, depth + 1) for _ in range(g.rng.randint(0, 2))}
+
+
+def _args(g: G) -> dict:
+    return {g.pick(PARAMS): _value(g) for _ in range(g.rng.randint(0, 3))}
+
+
+def _dumps(g: G, obj) -> str:
+    return json.dumps(obj, ensure_ascii=g.chance(0.4), separators=g.pick([None, (",", ":"), (", ", ": ")]))
+
+
+def json_call(g: G) -> str:
+    """A JSON call object: valid most of the time, sometimes string arguments, nulls or broken JSON."""
+    obj = {"name": g.pick(NAMES)}
+    key = g.pick(["arguments"] * 5 + ["parameters", "args", "input"])
+    r = g.rng.random()
+    if r < 0.75:
+        obj[key] = _args(g)
+    elif r < 0.85:
+        obj[key] = json.dumps(_args(g))
+    elif r < 0.95:
+        obj[key] = g.pick([None, "", "[]", 1])
+    if g.chance(0.05):
+        obj = {"arguments": obj.get(key, {}), "name": obj["name"]}
+    text = _dumps(g, obj)
+    return broken_json(g, text) if g.chance(0.15) else text
+
+
+def broken_json(g: G, text: str) -> str:
+    r = g.rng.random()
+    i = g.rng.randint(0, len(text))
+    if r < 0.3:
+        return text[:i]  # unclosed
+    if r < 0.55:
+        return text[:i] + '"' + text[i:]  # a stray quote
+    if r < 0.7:
+        return text.replace('"', "", 2)  # relaxed: bare key
+    if r < 0.8:
+        return text.replace('"', "'")
+    if r < 0.9:
+        return "```json\n" + text + "\n```"
+    return text[:-1] + ",}" if text.endswith("}") else text + ","
+
+
+def json_calls(g: G) -> str:
+    r = g.rng.random()
+    if r < 0.6:
+        return json_call(g)
+    if r < 0.9:
+        return "[" + ", ".join(json_call(g) for _ in range(g.rng.randint(0, 3))) + "]"
+    return "; ".join(json_call(g) for _ in range(2))
+
+
+def _plain(g: G) -> str:
+    v = _value(g)
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def qwen_xml(g: G) -> str:
+    nl = g.pick(["\n", ""])
+    params = "".join(f"<parameter={p}>{nl}{_plain(g)}{nl}</parameter>{nl}"
+                     for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+    return f"{nl}<function={g.pick(NAMES)}>{nl}{params}</function>{nl}"
+
+
+def glm(g: G) -> str:
+    args = "".join(f"<arg_key>{p}</arg_key><arg_value>{_plain(g)}</arg_value>"
+                   for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+    return f"{g.pick(NAMES)}{g.pick(['', chr(10)])}{args}"
+
+
+def invoke(g: G, prefix: str = "", string_attr: bool = False) -> str:
+    params = ""
+    for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)):
+        attr = f' string="{g.pick(["true", "false"])}"' if string_attr else ""
+        params += f'<{prefix}parameter name="{p}"{attr}>{_plain(g)}</{prefix}parameter>'
+    if string_attr and g.chance(0.3):
+        params = json.dumps(_args(g))
+    return f'<{prefix}invoke name="{g.pick(NAMES)}">{params}</{prefix}invoke>'
+
+
+def pythonic(g: G) -> str:
+    def one():
+        args = ", ".join(f"{p}={g.pick(['1', repr('x'), 'True', '[1, 2]', repr(g.pick(STRINGS))])}"
+                         for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+        return f"{g.pick(NAMES)}({args})"
+    return "[" + ", ".join(one() for _ in range(g.rng.randint(1, 2))) + "]"
+
+
+def gemma_body(g: G, quote: str) -> str:
+    args = ",".join(f"{p}:{quote}{g.pick(STRINGS)}{quote}" if g.chance(0.6) else f"{p}:{g.rng.randint(0, 9)}"
+                    for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+    return f"call:{g.pick(NAMES)}{{{args}}}"
+
+
+def body_for(g: G, grammar: str, opener: str) -> str:
+    """A body for a block of ``grammar`` (mostly one the grammar accepts)."""
+    sep = DS_SEP.replace("\uff5c", "|") if "|tool" in opener else DS_SEP
+    if grammar in ("hermes", "wrapped_call"):
+        r = g.rng.random()
+        return json_calls(g) if r < 0.7 or grammar == "wrapped_call" else qwen_xml(g) if r < 0.85 else glm(g)
+    if grammar == "qwen3_xml":
+        return qwen_xml(g)
+    if grammar == "deepseek":
+        r = g.rng.random()
+        if r < 0.5:
+            return f"{g.pick(NAMES)}{sep}{_dumps(g, _args(g))}"
+        if r < 0.8:
+            return f"function{sep}{g.pick(NAMES)}\n```json\n{_dumps(g, _args(g))}\n```"
+        return json_call(g)
+    if grammar == "dsml":
+        return invoke(g, "\uff5cDSML\uff5c", string_attr=True)
+    if grammar == "kimi_k2":
+        return f"functions.{g.pick(NAMES)}:{g.rng.randint(0, 3)}<|tool_call_argument_begin|>{_dumps(g, _args(g))}"
+    if grammar == "minimax_m2":
+        return invoke(g)
+    if grammar == "json_lines_or_array":
+        return "\n".join(json_call(g) for _ in range(g.rng.randint(1, 2))) if g.chance(0.5) else json_calls(g)
+    if grammar == "mistral":
+        name, args = g.pick(NAMES), _dumps(g, _args(g))
+        return g.pick([f"[{json_call(g)}]", f"{name}{args}", f"{name}[ARGS]{args}",
+                       f"{name}[CALL_ID]a1B2c3D4e[ARGS]{args}"])
+    if grammar == "gemma4":
+        return gemma_body(g, '<|"|>')
+    if grammar == "function_gemma":
+        return gemma_body(g, "<escape>")
+    if grammar == "pythonic_list":
+        return pythonic(g)
+    if grammar == "pythonic_lines":
+        return pythonic(g)[1:-1].replace(", ", "\n")
+    if grammar == "json_calls":
+        return json_calls(g)
+    if grammar == "step3":
+        return f"function<\uff5ctool_sep\uff5c>{invoke(g, 'steptml:')}"
+    if grammar == "apertus":
+        return json.dumps([{g.pick(NAMES): _args(g)} for _ in range(g.rng.randint(1, 2))])
+    if grammar == "arrow_call":  # MiniMax's {tool => "NAME", args => {--key "v"}}
+        flags = " ".join(f'--{p} {g.pick([json.dumps(_plain(g)), "20", "true", "word"])}'
+                         for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+        args = g.pick([f", args => {{{flags}}}", f", args => {_dumps(g, _args(g))}", ""])
+        return g.pick(["", "\n"]) + f'{{tool => "{g.pick(NAMES)}"{args}}}' + g.pick(["", "\n"])
+    if grammar == "builtin_call":  # after "<|python_tag|>NAME.call(": keyword arguments and ")"
+        return ", ".join(f"{p}={json.dumps(_plain(g))}" for p in g.rng.sample(PARAMS, g.rng.randint(0, 2))) + ")"
+    if grammar == "dsml_toolcall":
+        return invoke(g, "\uff5cDSML\uff5c", string_attr=True) if g.chance(0.3) else (
+            f"{g.pick(NAMES)}\n```json\n{_dumps(g, _args(g))}\n```" if g.chance(0.5)
+            else f"{g.pick(NAMES)}\n{_dumps(g, _args(g))}")
+    if grammar == "harmony_text":  # after "to=" (anchored at the f of "functions")
+        return f"functions.{g.pick(NAMES)}" + g.pick([" json", " <|constrain|>json<|message|>", "commentary json"]) + (
+            _dumps(g, _args(g)))
+    return json_call(g)  # a grammar this generator does not know yet (see the last test)
+
+
+#: the grammars ``body_for`` writes bodies for (any other gets a JSON call object)
+KNOWN_GRAMMARS = {
+    "hermes", "wrapped_call", "qwen3_xml", "deepseek", "dsml", "kimi_k2", "minimax_m2", "json_lines_or_array",
+    "mistral", "gemma4", "function_gemma", "pythonic_list", "pythonic_lines", "json_calls", "step3", "apertus",
+    "function", "harmony", "arrow_call", "builtin_call", "dsml_toolcall", "harmony_text",
+}
+
+
+def block(g: G) -> str:
+    """A whole block of a random kind: opener (with attribute text for tags), body, closer, and maybe the
+    section markers of its dialect around it."""
+    return block_of(g, g.pick(BLOCKS), wrap=True)
+
+
+def block_of(g: G, b, wrap: bool = False) -> str:
+    body = body_for(g, b.grammar, b.opener)
+    if b.grammar == "function":
+        head = g.pick([f"={g.pick(NAMES)}>", f' name="{g.pick(NAMES)}">'])
+        body = head + (_dumps(g, _args(g)) if g.chance(0.8) else qwen_xml(g)[len("<function=f>"):])
+    elif b.grammar == "harmony":
+        name, args = g.pick(NAMES), _dumps(g, _args(g))
+        if b.opener.startswith("<|channel|>"):
+            body = f" to=functions.{name} <|constrain|>json<|message|>{args}"
+        else:
+            body = f" to=functions.{name}<|channel|>commentary json<|message|>{args}"
+    elif b.delimiters:
+        body = g.pick([">", ">", '>\n', ' id="call_0">', "|>", "\n>", ' name="x" >']) + body
+    if g.chance(0.12):
+        body = broken_json(g, body)
+    closer = b.closer or ""
+    if closer and g.chance(0.08):
+        closer = closer[:g.rng.randint(0, len(closer) - 1)]  # unterminated, or a prefix of the closer
+    text = b.opener + body + closer
+    wrappers = [m.literal for m in MARKERS if m.dialect == b.dialect and not m.reasoning and not m.always]
+    if wrap and wrappers and g.chance(0.4):
+        before = [w for w in wrappers if any(m.literal == w and m.before for m in MARKERS)]
+        after = [w for w in wrappers if w not in before]
+        ws = g.pick(["", "\n", " ", " " * g.rng.randint(250, 260)])  # SECTION_GAP_MAX is 256
+        text = (g.pick(before) + ws if before else "") + text + (ws + g.pick(after) if after else "")
+    return text
+
+
+def tag(g: G) -> str:
+    b = g.pick([b for b in BLOCKS if b.delimiters])
+    attr = g.pick(['id="call_0"', 'name="f"', "", "x" * g.rng.randint(ATTR_MAX - 6, ATTR_MAX + 3), "a<b", "'q'",
+                   "\n", "to=functions.f"])
+    delim = g.pick(list(b.delimiters) + ["able", "s", "_x"])
+    return b.opener + delim + attr + g.pick([">", ">", "", "|>"])
+
+
+def fence(g: G) -> str:
+    if g.chance(0.2):
+        return g.pick(["x ``` y", " ```", "a```b", "``", "`"])
+    return (g.pick(["\n", "", "\r\n"]) + " " * g.pick([0, 0, 1, 2, 3, 4]) + "`" * g.pick([3, 3, 3, 4, 2, 5])
+            + g.pick(["", "", "json", "xml", "py"]) + g.pick(["\n", "\n", "", "\r\n", " "]))
+
+
+def piece(g: G) -> str:
+    r = g.rng.random()
+    if r < 0.10:
+        return g.pick(LITERALS)
+    if r < 0.16:
+        lit = g.pick(LITERALS)
+        return lit[:g.rng.randint(1, len(lit) - 1)]
+    if r < 0.20:
+        return tag(g)
+    if r < 0.26:
+        return fence(g)
+    if r < 0.40:
+        return block(g)
+    if r < 0.47:
+        b = g.pick(BLOCKS)
+        return body_for(g, b.grammar, b.opener)
+    if r < 0.51:
+        return g.pick(["<think>", "</think>", "<think>", "<think>plan ", " done</think>", "<thi", "nk>", "</th"])
+    if r < 0.54:
+        return g.pick(["<|channel|>analysis<|message|>", "<|end|>", "<|start|>assistant", "<|channel|>final<|message|>",
+                       "<|return|>", "<|channel|>commentary", "<|message|>", "<|call|>", "<|constrain|>json",
+                       "<|channel|>commentary<|message|>", "<|channel>thought\n", "<channel|>"])
+    if r < 0.66:
+        return g.pick(WORDS)
+    if r < 0.73:
+        return g.pick(["\n", "\n", "\r\n", "\r", "\n\n"])
+    if r < 0.77:
+        return g.pick(UNICODE)
+    if r < 0.785:
+        return g.pick(g.surrogates)
+    if r < 0.89:
+        return g.pick(PUNCT)
+    return "".join(g.pick(ALPHABET) for _ in range(g.rng.randint(1, 6)))
+
+
+def gen_text(g: G, opts: dict) -> str:
+    text = _gen_text(g, opts)
+    if text and g.chance(0.1):  # the message ends inside something: a block without its closer, say
+        cut = g.rng.randint(1, min(len(text), 24))
+        text = text[:-cut] if g.chance(0.5) else text[:-cut] + text[-cut:][:g.rng.randint(0, 2)]
+    if g.chance(0.08):  # a last block, complete but for its closer (and maybe a bracket)
+        b = g.pick([b for b in BLOCKS if b.closer])
+        text += block_of(g, b)[:-len(b.closer) - g.pick([0, 0, 1])]
+    return text
+
+
+def _gen_text(g: G, opts: dict) -> str:
+    formats = opts.get("formats") or ()
+    if ("json_message" in formats or "pythonic_message" in formats) and g.chance(0.4):
+        ws = g.pick(["", " ", "\n", " \n "])
+        return ws + (pythonic(g) if g.chance(0.3) else json_calls(g)) + g.pick(["", "\n", " and more", ws])
+    if "phi4_mini" in formats and g.chance(0.4):
+        return g.pick(["", "Sure. ", "fun"]) + "functools" + json_calls(g) + g.pick(["", " f", " functo"])
+    if "harmony_text" in formats and g.chance(0.4):  # gpt-oss with its special tokens stripped
+        return (g.pick(["", "analysis The user asks. ", "to", "commentary "]) + g.pick(["commentary to=", "to="])
+                + body_for(g, "harmony_text", "to=") + g.pick(["", " f", " to", "<|call|>"]))
+    if g.chance(0.35):  # mostly prose, as real streams are: markup now and then
+        parts = []
+        for _ in range(g.pick([4, 8, 16, 30])):
+            r = g.rng.random()
+            parts.append(g.pick(PROSE) if r < 0.6 else g.pick(["\n", "\n\n", " ", "\r\n"]) if r < 0.75
+                         else fence(g) if r < 0.83 else piece(g))
+        return "".join(parts)
+    n = g.pick([1, 2, 3, 5, 8, 12, 16, 24]) if g.chance(0.98) else g.rng.randint(60, 160)
+    return "".join(piece(g) for _ in range(n))
+
+
+def _format_pool() -> tuple:
+    """The ``formats`` lists cases draw from, per seed: the defaults with opt-in formats, small random sets,
+    the defaults minus some, none. Kept under the table caches' size (64): a gateway has few settings, and
+    a table new to the caches costs a regex compilation."""
+    g = G(random.Random(f"{SEED}/formats"))
+    defaults = [n for n, on in DIALECTS.items() if on]
+    opt_in = [n for n, on in DIALECTS.items() if not on]  # json_message, pythonic_message, phi4_mini …
+    pool = [defaults + opt_in] + [defaults + g.rng.sample(opt_in, g.rng.randint(1, len(opt_in))) for _ in range(12)]
+    pool += [g.rng.sample(list(DIALECTS), g.rng.randint(1, 6)) for _ in range(30)]
+    pool += [[n for n in defaults if g.chance(0.8)] for _ in range(12)]
+    return tuple(pool) + ([],)
+
+
+FORMATS = _format_pool()
+
+
+def gen_options(g: G) -> dict:
+    opts: dict = {}
+    if g.chance(0.6):
+        opts["formats"] = list(g.pick(FORMATS))
+    if g.chance(0.45):
+        opts["max_block"] = g.pick([1, 5, 40, 200, "near"])  # "near": about a block's size, set by the case
+    if g.chance(0.35):
+        names = g.rng.sample(NAMES, g.rng.randint(1, len(NAMES) - 1))
+        opts["tools"] = [{"type": "function", "function": {"name": n, "parameters": {
+            "type": "object", "properties": dict(g.rng.sample(sorted(SCHEMA.items()), g.rng.randint(0, len(SCHEMA))))}}}
+            for n in names]
+    if g.chance(0.5):
+        opts["unknown_tools"] = g.pick(["keep_text", "drop", "accept"])
+    if g.chance(0.4):
+        opts["calls_in_reasoning"] = g.pick(POLICIES)
+    if g.chance(0.35):
+        opts["code_fences"] = g.pick([True, False])
+    if STARTED and g.chance(0.1):
+        opts["reasoning_started"] = True
+    return opts
+
+
+def near(g: G, opts: dict, texts: list) -> None:
+    """Resolve ``max_block="near"``: a cap the size of some block of the texts, give or take."""
+    if opts.get("max_block") == "near":
+        opts["max_block"] = g.rng.randint(1, max(1, max(map(len, texts)) // 2))
+
+
+def split(g: G, text: str) -> list:
+    """``text`` in random deltas (sometimes one character each, sometimes cut inside a literal)."""
+    if not text:
+        return [""]
+    r = g.rng.random()
+    if r < 0.15 and len(text) < 400:
+        return list(text)
+    if r < 0.25:
+        return [text]
+    if r < 0.5:  # token-sized deltas, as models stream them
+        cuts, pos = [], 0
+        while True:
+            pos += g.rng.randint(1, 8)
+            if pos >= len(text):
+                break
+            cuts.append(pos)
+        return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    k = g.rng.randint(1, min(len(text), 16))
+    cuts = sorted({g.rng.randint(1, len(text)) for _ in range(k)} - {len(text)})
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+# --- mismatches, shrinking, reports ----------------------------------------------------------------
+
+CALL_ID = re.compile(r"call_[0-9a-f]{22}")
+
+
+def mask(s: str) -> str:
+    return CALL_ID.sub("call_ID", s)
+
+
+def canon(chunk) -> str:
+    return mask(json.dumps(chunk, sort_keys=True))
+
+
+class Mismatch:
+    """One failed comparison: ``sig`` (layer, check) names it, ``impl`` says on which implementation."""
+
+    def __init__(self, sig: tuple, detail: str, impl: str = "cython vs twin") -> None:
+        self.sig = sig
+        self.detail = detail
+        self.impl = impl
+
+
+def _short(value, limit: int = 3000) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def differ(where, check, left_name, left, right_name, right, impl=None) -> Mismatch:
+    detail = f"{left_name}:\n    {_short(left)}\n  {right_name}:\n    {_short(right)}"
+    return Mismatch((where, check), detail, *([impl] if impl else []))
+
+
+def crashed(where, what, exc, impl) -> Mismatch:
+    tb = "".join(traceback.format_exception(exc)[-6:])
+    return Mismatch((where, f"raises in {what}: {type(exc).__name__}"), f"no exception expected, got:\n{tb}", impl)
+
+
+def shrink(case, candidates, still_fails, seconds: float):
+    """Greedily apply the first simplification of ``candidates(case)`` that still fails; repeat."""
+    deadline = time.monotonic() + seconds
+    tries = 0
+    progress = True
+    while progress and time.monotonic() < deadline:
+        progress = False
+        for smaller in candidates(case):
+            if time.monotonic() >= deadline:
+                break
+            tries += 1
+            if still_fails(smaller):
+                case = smaller
+                progress = True
+                break
+    return case, tries
+
+
+def _string_cuts(s: str):
+    """Ways to make ``s`` shorter: halves first, then smaller pieces, then single characters."""
+    n = len(s)
+    size = n
+    while size >= 1:
+        for start in range(0, n, size):
+            yield s[:start] + s[start + size:]
+        size //= 2
+
+
+def _option_cuts(opts: dict):
+    for key in list(opts):
+        yield {k: v for k, v in opts.items() if k != key}
+    formats = opts.get("formats")
+    if formats and len(formats) > 1:
+        for name in formats:
+            yield {**opts, "formats": [n for n in formats if n != name]}
+    tools = opts.get("tools")
+    if tools and len(tools) > 1:
+        for i in range(len(tools)):
+            yield {**opts, "tools": tools[:i] + tools[i + 1:]}
+
+
+def fuzz(layer: str, generate, check, candidates, describe) -> None:
+    cases, seconds = _budget(layer)
+    deadline = time.monotonic() + seconds
+    reports: dict = {}  # sig -> [report, implementations it failed on]
+    k = START
+    ran = 0
+    while ran < cases and time.monotonic() < deadline:
+        case = generate(random.Random(f"{SEED}/{layer}/{k}"))
+        for m in check(case):
+            if m.sig in reports:
+                reports[m.sig][1].add(m.impl)
+                continue
+            if len(reports) >= MAX_REPORTS:
+                continue
+            started = time.monotonic()
+
+            def still_fails(c, sig=m.sig):
+                return any(x.sig == sig for x in check(c))
+
+            small, tries = shrink(case, candidates, still_fails, SHRINK_SECONDS)
+            final = next((x for x in check(small) if x.sig == m.sig), m)
+            report = (f"  TEXTCALLS_FUZZ_SEED={SEED} TEXTCALLS_FUZZ_START={k} TEXTCALLS_FUZZ_CASES=1 "
+                      f"(shrunk in {time.monotonic() - started:.1f} s, {tries} tries)\n"
+                      f"{describe(small)}\n  on {final.impl}: {final.detail}")
+            reports[m.sig] = [report, {m.impl}]
+        k += 1
+        ran += 1
+    STATS[layer] = ran
+    print(f"\n[{layer}] {ran} cases (seed {SEED!r}, from {START}), each on {[n for n, _ in MODS]}")
+    if reports:
+        text = "\n\n".join(f"[{layer}] {sig[1]} (seen on {', '.join(sorted(impls))})\n{report}"
+                           for sig, (report, impls) in reports.items())
+        pytest.fail(f"{len(reports)} disagreement(s) in layer {layer!r}:\n\n{text}", pytrace=False)
+
+
+# --- layer 1: StreamScrubber ---------------------------------------------------------------------
+
+
+def scrub(mod, deltas: list, opts: dict) -> dict:
+    """Feed ``deltas``; per feed (and the flush): (output, reasoning taken, calls so far)."""
+    s = mod.StreamScrubber(**opts)
+    feeds = []
+    for d in deltas:
+        out = s.feed(d)
+        feeds.append((out, s.take_reasoning(), len(s.calls)))
+    out = s.flush()
+    feeds.append((out, s.take_reasoning(), len(s.calls)))
+    return {"feeds": feeds, "content": "".join(f[0] for f in feeds), "reasoning": "".join(f[1] for f in feeds),
+            "calls": [(c.name, c.arguments, mask(c.id)) for c in s.calls], "removed": s.removed}
+
+
+def gen_scrubber_case(rng: random.Random) -> dict:
+    g = G(rng)
+    opts = gen_options(g)
+    text = gen_text(g, opts)
+    near(g, opts, [text])
+    prefixes = sorted(g.rng.randint(0, len(text)) for _ in range(3))
+    return {"options": opts, "deltas": split(g, text), "chars": g.chance(0.2) and len(text) < 600, "prefixes": prefixes}
+
+
+def check_scrubber(case: dict) -> list:
+    opts, deltas = case["options"], case["deltas"]
+    text = "".join(deltas)
+    found, split_runs, parsed = [], {}, None
+    for name, mod in MODS:
+        try:
+            whole = scrub(mod, [text], opts)
+            runs = {"split": scrub(mod, deltas, opts)}
+            if case["chars"]:
+                runs["1-char split"] = scrub(mod, list(text), opts)
+            with using(mod):
+                p = parse(text, **opts)
+        except Exception as exc:  # noqa: BLE001 - any str is valid text: nothing may raise
+            found.append(crashed("scrubber", "StreamScrubber/parse", exc, name))
+            continue
+        split_runs[name] = runs["split"]
+        parsed = p if parsed is None else parsed
+        for label, run in runs.items():
+            for field in ("content", "reasoning", "calls", "removed"):
+                if run[field] != whole[field]:
+                    found.append(differ("scrubber", f"{label} != one feed: {field}", "one feed", whole[field],
+                                        label, run[field], name))
+        run = runs["split"]
+        expected = {"content": p.content, "reasoning": p.reasoning, "calls": [(c.name, c.arguments) for c in p.calls],
+                    "removed": p.removed}
+        got = {"content": run["content"].strip(), "reasoning": run["reasoning"].strip(),
+               "calls": [c[:2] for c in run["calls"]], "removed": run["removed"]}
+        for field, want in expected.items():
+            if got[field] != want:
+                found.append(differ("scrubber", f"split != parse: {field}", "parse", want,
+                                    "split (stripped)", got[field], name))
+    found += check_screens(case, text, parsed)
+    if len(split_runs) == 2:
+        c, py = split_runs["c"], split_runs["py"]
+        for i, (a, b) in enumerate(zip(c["feeds"], py["feeds"])):
+            if a != b:
+                where = f"feed {i} of {len(deltas)}" if i < len(deltas) else "flush"
+                found.append(differ("scrubber", "cython != twin: per feed (output, reasoning, calls so far)",
+                                    f"cython at {where}", a, f"twin at {where}", b))
+                break
+        for field in ("calls", "removed"):
+            if c[field] != py[field]:
+                found.append(differ("scrubber", f"cython != twin: {field}", "cython", c[field], "twin", py[field]))
+    return found
+
+
+def check_screens(case: dict, text: str, parsed) -> list:
+    """``hold_from``: Cython == twin (the text and a few of its prefixes); ``may_contain_markup`` False
+    only when ``parse`` would leave the text alone, for the text and its JSON forms."""
+    found = []
+    formats = case["options"].get("formats")
+    for end in {len(text), *case["prefixes"]}:
+        prefix = text[:end]
+        try:
+            held = {name: mod.hold_from(prefix, formats=formats) for name, mod in MODS}
+        except Exception as exc:  # noqa: BLE001 - any exception is a finding
+            found.append(crashed("scrubber", "hold_from", exc, "c/py"))
+            break
+        if len(set(held.values())) > 1:
+            found.append(differ("scrubber", "hold_from: cython != twin", f"cython, text[:{end}]", held["c"],
+                                "twin", held["py"]))
+            break
+    if parsed is None:
+        return found
+    json_text = json.dumps(text)
+    forms = [text, text.encode("utf-8", "surrogatepass"), json_text.encode(),
+             json_text.replace("<", "\\u003c").encode(), json_text.replace("/", "\\/").encode()]
+    with contextlib.suppress(UnicodeEncodeError):  # (not with lone surrogates)
+        forms.append(json.dumps(text, ensure_ascii=False).encode())
+    try:
+        says = [_scan_py.may_contain_markup(form, formats=formats) for form in forms]
+    except Exception as exc:  # noqa: BLE001 - any exception is a finding
+        return found + [crashed("scrubber", "may_contain_markup", exc, "c/py")]
+    untouched = (parsed.removed == 0 and not parsed.calls and parsed.content == text.strip()
+                 and not parsed.reasoning)
+    # (reasoning_started makes text reasoning without any markup: the screen is about markup only)
+    if not untouched and not all(says) and not case["options"].get("reasoning_started"):
+        found.append(differ("scrubber", "may_contain_markup misses markup parse removes",
+                            "may_contain_markup of (text, UTF-8, JSON, JSON with \\u003c, JSON with \\/, "
+                            "JSON not ASCII)", says, "parse", parsed))
+    return found
+
+
+def scrubber_candidates(case: dict):
+    deltas = case["deltas"]
+    if case["chars"]:
+        yield {**case, "chars": False}
+    for i in range(len(deltas)):
+        if len(deltas) > 1:
+            yield {**case, "deltas": deltas[:i] + deltas[i + 1:]}
+    for i in range(len(deltas) - 1):
+        yield {**case, "deltas": deltas[:i] + [deltas[i] + deltas[i + 1]] + deltas[i + 2:]}
+    for opts in _option_cuts(case["options"]):
+        yield {**case, "options": opts}
+    for i, d in enumerate(deltas):
+        for shorter in _string_cuts(d):
+            if shorter:
+                yield {**case, "deltas": deltas[:i] + [shorter] + deltas[i + 1:]}
+
+
+def describe_scrubber(case: dict) -> str:
+    cuts = [sum(map(len, case["deltas"][:k])) for k in range(1, len(case["deltas"]))]
+    return (f"  options = {case['options']!r}\n  deltas = {case['deltas']!r}\n  cuts = {cuts}\n"
+            f"  text = {''.join(case['deltas'])!r}"
+            + ("\n  (also fed one character at a time)" if case["chars"] else ""))
+
+
+def test_scrubber_layer_agrees():
+    fuzz("scrubber", gen_scrubber_case, check_scrubber, scrubber_candidates, describe_scrubber)
+
+
+# --- layer 2: recover_stream over chunk dicts ------------------------------------------------------
+
+#: a structured call, whole or in two chunks (its head, then its arguments), as upstream sent it
+STRUCT_PARTS = {
+    "whole": lambda u: {"index": u, "id": f"call_s{u}", "type": "function",
+                        "function": {"name": "s", "arguments": "{}"}},
+    "head": lambda u: {"index": u, "id": f"call_s{u}", "type": "function",
+                       "function": {"name": "s", "arguments": ""}},
+    "args": lambda u: {"index": u, "function": {"arguments": "{}"}},
+}
+
+
+def gen_stream_case(rng: random.Random) -> dict:
+    """A script of steps, from which the chunks are built: role, structured call, text, finish, usage."""
+    g = G(rng)
+    opts = gen_options(g)
+    n = 2 if g.chance(0.35) else 1
+    texts = [gen_text(g, opts) for _ in range(n)]
+    near(g, opts, texts)
+    queues = {i: [d for d in split(g, text) if d] for i, text in enumerate(texts)}
+    steps: list = []
+
+    def sse_params() -> dict:  # how this event's SSE bytes differ from the stream's usual encoding
+        enc = {}
+        if g.chance(0.06):
+            enc["nl"] = g.pick(["\n", "\r\n"])
+        if g.chance(0.06):
+            enc["comment"] = True
+        if g.chance(0.04):
+            enc["fields"] = True  # event: and id: lines
+        if g.chance(0.04):
+            enc["ascii"] = g.chance(0.5)
+        if g.chance(0.04):
+            enc["esc"] = g.chance(0.5)
+        if g.chance(0.04):
+            enc["compact"] = g.chance(0.5)
+        return {"enc": enc}
+
+    if n == 2 and g.chance(0.5):
+        steps.append({"kind": "role", "indexes": [0, 1], **sse_params()})
+    else:
+        steps += [{"kind": "role", "indexes": [i], **sse_params()} for i in range(n)]
+    structs = {i: g.rng.randint(1, 2) for i in range(n) if g.chance(0.15)}  # structured calls per choice
+    finish = {i: {"reason": "tool_calls" if i in structs else g.pick(["stop", "stop", "length"]), "content": None}
+              for i in range(n) if g.chance(0.92)}
+    head = len(steps)
+    for i, f in finish.items():
+        if queues[i] and g.chance(0.3):
+            f["content"] = queues[i].pop()
+    while any(queues.values()):
+        live = [i for i in queues if queues[i]]
+        if len(live) == 2 and g.chance(0.2):
+            steps.append({"kind": "text", "contents": {i: queues[i].pop(0) for i in live}, **sse_params()})
+        else:
+            i = g.pick(live)
+            steps.append({"kind": "text", "contents": {i: queues[i].pop(0)}, "logprobs": g.chance(0.04),
+                          **sse_params()})
+        if g.chance(0.03):
+            steps.append({"kind": "text", "contents": {g.pick(list(queues)): None}, **sse_params()})
+    for i, count in structs.items():  # anywhere before the choice's finish (first, sometimes), in order
+        at = head if g.chance(0.4) else g.rng.randint(head, len(steps))
+        for u in range(count):
+            for part in ["whole"] if g.chance(0.6) else ["head", "args"]:
+                steps.insert(at, {"kind": "struct", "index": i, "upstream": u, "part": part, **sse_params()})
+                at = g.rng.randint(at + 1, len(steps))
+    if len(finish) == 2 and g.chance(0.5):
+        steps.append({"kind": "finish", "finish": finish, **sse_params()})
+    else:
+        steps += [{"kind": "finish", "finish": {i: f}, **sse_params()} for i, f in finish.items()]
+    if g.chance(0.3):
+        steps.append({"kind": "usage", **sse_params()})
+    return {"options": opts, "steps": steps, "natives": [True, False], "usage_null": g.chance(0.3),
+            "fingerprint": g.chance(0.3), "cuts": [], "chars": False, "kinds": [],
+            "bom": g.chance(0.04), "usage_every": g.chance(0.05),
+            "enc": {"nl": g.pick(["\n"] * 12 + ["\r\n"] * 6 + ["\r"]), "comment": False, "fields": False,
+                    "ascii": g.chance(0.3), "esc": g.chance(0.1), "compact": g.chance(0.6)}}
+
+
+def _chunk(case: dict, choices: list, usage=None) -> dict:
+    c = {"id": "chatcmpl-fuzz", "object": "chat.completion.chunk", "created": 1764547200, "model": "m"}
+    if case["fingerprint"]:
+        c["system_fingerprint"] = "fp_fuzz"
+    c["choices"] = choices
+    if case.get("usage_every"):  # usage in every chunk (as some servers send it)
+        usage = usage or USAGE
+    if usage is not None or case["usage_null"]:
+        c["usage"] = usage
+    return c
+
+
+USAGE = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+LOGPROBS = {"content": [{"token": "x", "logprob": -0.5, "bytes": [120], "top_logprobs": []}]}
+
+
+def _choice(index: int, delta: dict, finish=None, logprobs=False) -> dict:
+    return {"index": index, "delta": delta, "logprobs": LOGPROBS if logprobs else None, "finish_reason": finish}
+
+
+def build_chunks(case: dict) -> list:
+    chunks = []
+    for step in case["steps"]:
+        kind = step["kind"]
+        if kind == "role":
+            chunks.append(_chunk(case, [_choice(i, {"role": "assistant", "content": ""}) for i in step["indexes"]]))
+        elif kind == "struct":
+            entry = STRUCT_PARTS[step["part"]](step["upstream"])
+            chunks.append(_chunk(case, [_choice(step["index"], {"tool_calls": [entry]})]))
+        elif kind == "text":
+            chunks.append(_chunk(case, [_choice(i, {"content": t}, logprobs=step.get("logprobs"))
+                                        for i, t in step["contents"].items()]))
+        elif kind == "finish":
+            chunks.append(_chunk(case, [
+                _choice(i, {} if f["content"] is None else {"content": f["content"]}, f["reason"])
+                for i, f in step["finish"].items()]))
+        else:
+            chunks.append(_chunk(case, [], USAGE))
+    return chunks
+
+
+def choice_texts(case: dict) -> dict:
+    texts: dict = {}
+    for step in case["steps"]:
+        if step["kind"] == "role":
+            for i in step["indexes"]:
+                texts.setdefault(i, "")
+        elif step["kind"] == "text":
+            for i, t in step["contents"].items():
+                texts[i] = texts.get(i, "") + (t or "")
+        elif step["kind"] == "finish":
+            for i, f in step["finish"].items():
+                texts[i] = texts.get(i, "") + (f["content"] or "")
+        elif step["kind"] == "struct":
+            texts.setdefault(step["index"], "")
+    return texts
+
+
+def reference(mod, case: dict, native: bool) -> tuple:
+    """The chunk layer's rules applied step by step, with a scrubber per choice fed every delta (no screen):
+
+    - per input chunk, whether it needs no change (its output, reasoning and emitted calls all empty or the
+      same, no structured index to shift, no finish_reason to rewrite);
+    - per choice, the ``tool_calls`` entries expected, in order: structured ones as sent (shifted past calls
+      recovered before them), recovered ones -- ``parse``'s calls, in order -- while the gate allows,
+      with indexes continuing after the structured ones.
+    """
+    opts = case["options"]
+    calls = {i: list(exp[0].calls) for i, exp in expectations(mod, case).items()}
+    state: dict = {}
+    entries: dict = {i: [] for i in choice_texts(case)}
+    recovered: dict = {}
+    same = []
+
+    def choice(i):
+        if i not in state:
+            state[i] = {"scrubber": mod.StreamScrubber(**opts), "upstream": {}, "recovered": 0, "next": 0}
+        return state[i]
+
+    def emit(i, st, new: int) -> bool:
+        if new == 0 or (native and st["upstream"]):  # should_recover(native, True, structured seen)
+            return False
+        for _ in range(new):
+            c = calls[i].pop(0) if calls[i] else None
+            entries[i].append((st["next"], c and c.name, c and c.arguments))
+            st["next"] += 1
+        st["recovered"] += new
+        recovered[i] = recovered.get(i, 0) + new
+        return True
+
+    for step in case["steps"]:
+        kind = step["kind"]
+        if kind in ("role", "usage"):
+            same.append(True)
+            continue
+        if kind == "struct":
+            i, u = step["index"], step["upstream"]
+            st = choice(i)
+            if u not in st["upstream"]:
+                st["upstream"][u] = u + st["recovered"]
+                st["next"] = max(st["next"], st["upstream"][u] + 1)
+            entry = STRUCT_PARTS[step["part"]](u)
+            entries[i].append((st["upstream"][u], entry["function"].get("name"), entry["function"]["arguments"]))
+            same.append(st["upstream"][u] == u)
+            continue
+        items = step["contents"].items() if kind == "text" else [(i, f["content"]) for i, f in step["finish"].items()]
+        unchanged = True
+        for i, content in items:
+            st = choice(i)
+            s = st["scrubber"]
+            if content:
+                n = len(s.calls)
+                out = s.feed(content)
+                thought = s.take_reasoning()
+                if emit(i, st, len(s.calls) - n) or out != content or thought:
+                    unchanged = False
+            if kind == "finish":
+                n = len(s.calls)
+                tail = s.flush()
+                thought = s.take_reasoning()
+                if emit(i, st, len(s.calls) - n) or tail or thought or st["recovered"]:
+                    unchanged = False
+                del state[i]  # the choice starts afresh
+        same.append(unchanged)
+    for i, st in state.items():  # close(): the choices that did not finish are flushed
+        s = st["scrubber"]
+        n = len(s.calls)
+        s.flush()
+        emit(i, st, len(s.calls) - n)
+    return same, entries, recovered
+
+
+def per_choice(chunks: list, index: int) -> dict:
+    content, reasoning, calls, finishes = "", "", [], []
+    for chunk in chunks:
+        for c in chunk.get("choices") or []:
+            if c["index"] != index:
+                continue
+            delta = c.get("delta") or {}
+            content += delta.get("content") or ""
+            reasoning += delta.get("reasoning_content") or ""
+            calls += [(t["index"], t["function"].get("name"), t["function"]["arguments"])
+                      for t in delta.get("tool_calls") or []]
+            if c.get("finish_reason") is not None:
+                finishes.append(c["finish_reason"])
+    return {"content": content, "reasoning": reasoning, "calls": calls, "finishes": finishes}
+
+
+def run_chunks(mod, chunks: list, native: bool, opts: dict) -> list:
+    with using(mod):
+        return list(recover_stream(chunks, native=native, has_tools=True, **opts))
+
+
+def normal(out: list, chunks: list) -> list:
+    """The output with input objects named by position (identity) and call ids masked."""
+    position = {id(c): k for k, c in enumerate(chunks)}
+    return [("input object", position[id(c)]) if id(c) in position else canon(c) for c in out]
+
+
+def expectations(mod, case: dict) -> dict:
+    """Per choice, what parse and a one-feed scrubber say about its whole text."""
+    opts = case["options"]
+    exp = {}
+    with using(mod):
+        for i, text in choice_texts(case).items():
+            exp[i] = (parse(text, **opts), scrub(mod, [text], opts)["reasoning"], text)
+    return exp
+
+
+def check_chunk_outputs(where, name, mod, case, native, out, exp, ref) -> list:
+    found = []
+    _, entries, recovered = ref
+    finishes = {i: f["reason"] for s in case["steps"] if s["kind"] == "finish" for i, f in s["finish"].items()}
+    for i, (p, reasoning, text) in exp.items():
+        got = per_choice(out, i)
+        tag_ = f"choice {i}, native={native}"
+        if got["content"].strip() != p.content:
+            found.append(differ(where, "content != parse", f"parse ({tag_})", p.content, "stream (stripped)",
+                                got["content"].strip(), name))
+        if got["calls"] != entries[i]:
+            found.append(differ(where, "tool_calls != parse's calls (as the gate allows)", f"expected ({tag_})",
+                                entries[i], "stream", got["calls"], name))
+        want = [("tool_calls" if recovered.get(i) else finishes[i])] if i in finishes else []
+        if got["finishes"] != want:
+            found.append(differ(where, "finish_reason", f"expected ({tag_})", want, "stream", got["finishes"], name))
+        if got["reasoning"] != reasoning:
+            found.append(differ(where, "reasoning_content != the scrubber's reasoning", f"scrubber ({tag_})",
+                                reasoning, "stream", got["reasoning"], name))
+    return found
+
+
+def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list:
+    """The same texts as whole ``chat.completion`` messages: ``recover_response`` and ``recover_response_bytes``
+    rewrite a choice exactly when the gate allows and ``parse`` changes its text (removes markup, or moves
+    reasoning out), as ``parse`` says -- what the chunk layer does to the same text."""
+    opts = case["options"]
+    structured = {}
+    for step in case["steps"]:
+        if step["kind"] == "struct":
+            structured.setdefault(step["index"], set()).add(step["upstream"])
+    choices, expected, changed = [], [], False
+    for i, (p, _, text) in exp.items():
+        message = {"role": "assistant", "content": text}
+        if i in structured:
+            message["tool_calls"] = [{k: v for k, v in STRUCT_PARTS["whole"](u).items() if k != "index"}
+                                     for u in sorted(structured[i])]
+        choice = {"index": i, "message": message, "logprobs": None,
+                  "finish_reason": "tool_calls" if i in structured else "stop"}
+        choices.append(choice)
+        if (not native or i not in structured) and (p.removed or p.reasoning or p.content != text.strip()):
+            changed = True
+            new = {**message, "content": p.content or None}
+            if p.reasoning:
+                new["reasoning_content"] = p.reasoning
+            choice = {**choice, "message": new}
+            if p.calls:
+                new["tool_calls"] = message.get("tool_calls", []) + [c.to_openai() for c in p.calls]
+                choice["finish_reason"] = "tool_calls"
+        expected.append(choice)
+    response = {"id": "chatcmpl-fuzz", "object": "chat.completion", "created": 1764547200, "model": "m",
+                "choices": choices}
+    want = canon({**response, "choices": expected})
+    try:
+        body = json.dumps(response, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        body = json.dumps(response).encode()
+    found = []
+    try:
+        with using(mod):
+            got = recover_response(response, native=native, has_tools=True, **opts)
+            got_bytes = recover_response_bytes(body, native=native, has_tools=True, **opts)
+    except Exception as exc:  # noqa: BLE001 - any exception is a finding
+        return [crashed("chunks", "recover_response(_bytes)", exc, name)]
+    if canon(got) != want or (got is response) == changed:
+        found.append(differ("chunks", "recover_response != parse", f"expected (native={native})", want,
+                            "recover_response (the same object)" if got is response else "recover_response", canon(got),
+                            name))
+    try:
+        got_json = canon(json.loads(got_bytes))
+    except (ValueError, TypeError):
+        got_json = None
+    if (got_bytes is body) == changed or (changed and got_json != want):
+        label = "recover_response_bytes" + (" (the same object)" if got_bytes is body else "")
+        found.append(differ("chunks", "recover_response_bytes != parse", f"expected (native={native})", want,
+                            label, got_bytes, name))
+    return found
+
+
+def check_chunks(case: dict) -> list:
+    opts = case["options"]
+    found, outs = [], {}
+    for native in case["natives"]:
+        for name, mod in MODS:
+            chunks = build_chunks(case)
+            before = copy.deepcopy(chunks)
+            try:
+                exp = expectations(mod, case)
+                out = run_chunks(mod, chunks, native, opts)
+                ref = reference(mod, case, native)
+            except Exception as exc:  # noqa: BLE001 - any exception is a finding
+                found.append(crashed("chunks", "recover_stream/parse", exc, name))
+                continue
+            if chunks != before:
+                found.append(differ("chunks", "input mutated", "before", before, "after", chunks, name))
+            found += check_chunk_outputs("chunks", name, mod, case, native, out, exp, ref)
+            found += check_responses(case, native, name, mod, exp)
+            ids = {id(c) for c in out}
+            for k, (chunk, unchanged) in enumerate(zip(chunks, ref[0])):
+                if (id(chunk) in ids) != unchanged:
+                    found.append(differ("chunks", "unchanged chunk identity", f"input chunk {k} (native={native})",
+                                        chunk, "needs no change by the reference scrubber / came back as itself",
+                                        (unchanged, id(chunk) in ids), name))
+                    break
+            for chunk in out:
+                if id(chunk) not in {id(c) for c in chunks} and not chunk["choices"] and chunk.get("usage") is None:
+                    found.append(differ("chunks", "empty chunk sent", "output", out, "empty", chunk, name))
+                    break
+            outs[name, native] = normal(out, chunks)
+        if ("c", native) in outs and ("py", native) in outs and outs["c", native] != outs["py", native]:
+            a, b = outs["c", native], outs["py", native]
+            k = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            found.append(differ("chunks", "cython != twin", f"cython (native={native}) from output chunk {k}",
+                                a[k:k + 3], "twin", b[k:k + 3]))
+    return found
+
+
+def stream_candidates(case: dict):
+    steps = case["steps"]
+
+    def step_as(k: int, **changes) -> dict:  # the case with step k changed
+        return {**case, "steps": [*steps[:k], {**steps[k], **changes}, *steps[k + 1:]]}
+
+    if len(case["natives"]) > 1:
+        for native in case["natives"]:
+            yield {**case, "natives": [native]}
+    for flag in ("chars", "usage_null", "fingerprint", "bom", "usage_every"):
+        if case.get(flag):
+            yield {**case, flag: False}
+    for k in range(len(case["cuts"])):
+        yield {**case, "cuts": case["cuts"][:k] + case["cuts"][k + 1:]}
+    for k in range(len(steps)):
+        yield {**case, "steps": steps[:k] + steps[k + 1:]}
+    for k, step in enumerate(steps):  # one choice fewer in a chunk
+        key = "contents" if "contents" in step else "finish" if "finish" in step else None
+        if key and len(step[key]) > 1:
+            for i in step[key]:
+                yield step_as(k, **{key: {j: v for j, v in step[key].items() if j != i}})
+        if step["kind"] == "role" and len(step["indexes"]) > 1:
+            for i in step["indexes"]:
+                yield step_as(k, indexes=[j for j in step["indexes"] if j != i])
+    for k in range(len(steps) - 1):  # two deltas of one choice in one
+        a, b = steps[k], steps[k + 1]
+        if a["kind"] == b["kind"] == "text" and len(a["contents"]) == len(b["contents"]) == 1 and (
+                list(a["contents"]) == list(b["contents"])):
+            (i, x), (_, y) = next(iter(a["contents"].items())), next(iter(b["contents"].items()))
+            yield {**case, "steps": [*steps[:k], {**a, "contents": {i: (x or "") + (y or "")}}, *steps[k + 2:]]}
+    for k, step in enumerate(steps):  # plainer chunks and SSE encoding
+        if step.get("logprobs"):
+            yield step_as(k, logprobs=False)
+        for key in step.get("enc", {}):
+            yield step_as(k, enc={x: v for x, v in step["enc"].items() if x != key})
+    for key, plain in (("ascii", False), ("esc", False), ("compact", True), ("nl", "\n")):
+        if case["enc"][key] != plain:
+            yield {**case, "enc": {**case["enc"], key: plain}}
+    if case.get("events"):
+        yield {**case, "events": False}
+    if case.get("max_event"):
+        yield {**case, "max_event": None}
+    for opts in _option_cuts(case["options"]):
+        yield {**case, "options": opts}
+    for k, step in enumerate(steps):  # shorter texts
+        if step["kind"] == "text":
+            for i, t in step["contents"].items():
+                for shorter in _string_cuts(t or ""):
+                    if shorter:
+                        yield step_as(k, contents={**step["contents"], i: shorter})
+        elif step["kind"] == "finish":
+            for i, f in step["finish"].items():
+                for shorter in _string_cuts(f["content"] or ""):
+                    yield step_as(k, finish={**step["finish"], i: {**f, "content": shorter or None}})
+
+
+def describe_stream(case: dict) -> str:
+    lines = [f"  options = {case['options']!r}", f"  native in {case['natives']}",
+             f"  choice texts = {choice_texts(case)!r}", "  chunks (in order):"]
+    lines += [f"    {json.dumps(c, ensure_ascii=True)}" for c in build_chunks(case)]
+    return "\n".join(lines)
+
+
+def test_chunk_layer_agrees():
+    fuzz("chunks", gen_stream_case, check_chunks, stream_candidates, describe_stream)
+
+
+# --- layer 3: SSERecovery over the SSE bytes -------------------------------------------------------
+
+
+def sse_body(case: dict) -> bytes:
+    return b"".join(sse_events(case))
+
+
+def sse_events(case: dict) -> list:
+    """The SSE events of the case's chunks (the stream's encoding, with each step's deviations), then [DONE]."""
+    out = []
+    for step, chunk in zip(case["steps"], build_chunks(case)):
+        enc = {**case["enc"], **step["enc"]}
+        nl = enc["nl"].encode()
+        separators = (",", ":") if enc["compact"] else None
+        payload = json.dumps(chunk, ensure_ascii=enc["ascii"], separators=separators)
+        if enc["esc"]:
+            payload = payload.replace("<", "\\u003c").replace(">", "\\u003e")
+        try:
+            data = payload.encode()
+        except UnicodeEncodeError:  # lone surrogates: escaped, as any JSON encoder must
+            data = json.dumps(chunk, separators=separators).encode()
+        fields = b"event: message" + nl + b"id: 7" + nl if enc["fields"] else b""
+        out.append((b": keep-alive" + nl if enc["comment"] else b"") + fields + b"data: " + data + nl + nl)
+    nl = case["enc"]["nl"].encode()
+    out.append(b"data: [DONE]" + nl + nl)
+    if case["bom"]:
+        out[0] = b"\xef\xbb\xbf" + out[0]
+    return out
+
+
+def gen_sse_case(rng: random.Random) -> dict:
+    case = gen_stream_case(rng)
+    g = G(rng)
+    body = sse_body(case)
+    n = len(body)
+    cuts = {rng.randint(1, n - 1) for _ in range(rng.randint(1, 24))}
+    inside = [k for k in range(1, n) if 0x80 <= body[k] < 0xC0]  # continuation bytes: a cut inside a character
+    cuts |= set(rng.sample(inside, min(len(inside), rng.randint(0, 6))))
+    case["cuts"] = sorted(cuts)
+    case["chars"] = n < 5000 and g.chance(0.5)
+    case["events"] = g.pick([False, "each", "each", "pairs"])  # reads that end where events end
+    case["kinds"] = [g.pick([bytes, bytes, bytearray, memoryview]) for _ in range(8)]
+    case["max_event"] = None
+    if g.chance(0.12):  # a small cap: some events are over it (and pass verbatim), near some event's size
+        sizes = event_sizes(case)[:-1] or [60]
+        near_one = g.pick(sizes) + g.rng.randint(-2, 2)
+        case["max_event"] = max(40, near_one if g.chance(0.6) else g.rng.randint(40, max(sizes) + 8))
+    return case
+
+
+def event_sizes(case: dict) -> list:
+    """Each event's size as the cap counts it: its bytes before the line endings that end it (no BOM)."""
+    sizes = []
+    for raw in sse_events(case):
+        nl = 2 if raw.endswith(b"\r\n\r\n") else 1
+        sizes.append(len(raw.removeprefix(b"\xef\xbb\xbf")) - 2 * nl)
+    return sizes
+
+
+def capped_model(mod, case: dict, native: bool, chunks: list, oversized: list) -> tuple:
+    """What a client should decode with a cap: oversized events as they were, the others through one
+    ``ChunkRecovery`` that never sees the oversized ones, its close() at [DONE]."""
+    with using(mod):
+        machine = ChunkRecovery(native=native, has_tools=True, **case["options"])
+        out = []
+        for chunk, over in zip(chunks, oversized):
+            out += [canon(chunk)] if over else [canon(c) for c in machine.push(chunk)]
+        out += [canon(c) for c in machine.close()] + ["[DONE]"]
+    return out, machine.recovered
+
+
+def run_sse(mod, body: bytes, cuts: list, native: bool, opts: dict, kinds, max_event=None) -> tuple:
+    with using(mod):
+        r = SSERecovery(native=native, has_tools=True, **opts, **({"max_event": max_event} if max_event else {}))
+        out = []
+        for k, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(body)])):
+            kind = kinds[k % len(kinds)] if kinds else bytes
+            out.append(r.feed(kind(body[a:b])))
+        incomplete = r.incomplete
+        out.append(r.close())
+    return b"".join(out), incomplete, r.recovered
+
+
+def event_cuts(case: dict) -> list:
+    """Offsets where events end: after each one (``each``) or after every second one (``pairs``)."""
+    ends, pos = [], 0
+    for event in sse_events(case):
+        pos += len(event)
+        ends.append(pos)
+    return ends[:-1] if case["events"] == "each" else ends[1:-1:2]
+
+
+def decoded(data: bytes) -> list:
+    out = []
+    for _, payload, _ in events(data):
+        try:
+            out.append(canon(json.loads(payload)))
+        except ValueError:
+            out.append(payload)
+    return out
+
+
+def check_sse(case: dict) -> list:
+    opts = case["options"]
+    body = sse_body(case)
+    cuts = [c for c in case["cuts"] if 0 < c < len(body)]
+    found, whole_by = [], {}
+    cap = case.get("max_event")
+    oversized = [bool(cap) and size > cap for size in event_sizes(case)]
+    for native in case["natives"]:
+        for name, mod in MODS:
+            chunks = build_chunks(case)
+            try:
+                layer2 = run_chunks(mod, chunks, native, opts)
+                whole, incomplete, recovered = run_sse(mod, body, [], native, opts, None, cap)
+                splits = {"random split": cuts}
+                if case["chars"]:
+                    splits["1-byte split"] = list(range(1, len(body)))
+                if case["events"]:
+                    splits[f"split at events ({case['events']})"] = event_cuts(case)
+                runs = {label: run_sse(mod, body, c, native, opts, case["kinds"], cap) for label, c in splits.items()}
+                if any(oversized):
+                    model, model_recovered = capped_model(mod, case, native, chunks, oversized)
+            except Exception as exc:  # noqa: BLE001 - any exception is a finding
+                found.append(crashed("sse", "SSERecovery/recover_stream", exc, name))
+                continue
+            whole_by[name, native] = mask(whole.decode("utf-8", "backslashreplace"))
+            for label, (data, inc, _) in runs.items():
+                if mask(data.decode("utf-8", "backslashreplace")) != whole_by[name, native]:
+                    at = splits[label] if label != "1-byte split" else "every byte"
+                    found.append(differ("sse", f"{label} != one feed (bytes)", f"one feed (native={native})",
+                                        whole, f"{label} at {at}", data, name))
+                if inc:
+                    found.append(differ("sse", "incomplete after whole events", "expected", False, label, inc, name))
+            if incomplete:
+                found.append(differ("sse", "incomplete after whole events", "expected", False, "one feed", True, name))
+            try:
+                got = decoded(whole)
+            except UnicodeDecodeError as exc:
+                found.append(differ("sse", "output is not UTF-8", "output", whole, "error", exc, name))
+                continue
+            if any(oversized):  # the events over the cap pass verbatim, unseen by the choices
+                pos = 0
+                for k, raw in enumerate(sse_events(case)):
+                    if oversized[k]:
+                        at = whole.find(raw.removeprefix(b"\xef\xbb\xbf"), pos)
+                        if at < 0:
+                            found.append(differ("sse", "event over max_event not sent verbatim",
+                                                f"event {k} (max_event={cap}, size {event_sizes(case)[k]})", raw,
+                                                "output", whole, name))
+                            break
+                        pos = at + len(raw) - (3 if k == 0 and case["bom"] else 0)
+                if got != model:
+                    k = next((k for k, (x, y) in enumerate(zip(got, model)) if x != y), min(len(got), len(model)))
+                    found.append(differ("sse", "decoded events != the model with events over max_event skipped",
+                                        f"model (native={native}, max_event={cap}, oversized events "
+                                        f"{[k for k, o in enumerate(oversized) if o]}) from chunk {k}", model[k:k + 3],
+                                        "SSERecovery", got[k:k + 3], name))
+                if recovered != model_recovered:
+                    found.append(differ("sse", ".recovered", "the model's recovered calls", model_recovered,
+                                        "SSERecovery.recovered", recovered, name))
+                continue
+            want = [canon(c) for c in layer2] + ["[DONE]"]
+            if got != want:
+                k = next((k for k, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))
+                found.append(differ("sse", "decoded events != recover_stream's chunks",
+                                    f"recover_stream (native={native}) from chunk {k}", want[k:k + 3],
+                                    "SSERecovery", got[k:k + 3], name))
+            kept = {id(c) for c in layer2}
+            pos = 0
+            for k, (chunk, raw) in enumerate(zip(chunks, sse_events(case))):
+                if id(chunk) in kept:  # recover_stream left it alone: its event goes out byte for byte
+                    at = whole.find(raw, pos)
+                    if at < 0:
+                        found.append(differ("sse", "unchanged event not sent byte for byte",
+                                            f"event {k} (native={native}), unchanged by recover_stream", raw,
+                                            "output", whole, name))
+                        break
+                    pos = at + len(raw)
+            n_recovered = sum(1 for c in layer2 for ch in c.get("choices") or []
+                              for t in (ch.get("delta") or {}).get("tool_calls") or []
+                              if t.get("id") and not t["id"].startswith("call_s"))
+            if recovered != n_recovered:
+                found.append(differ("sse", ".recovered", "recover_stream's recovered calls", n_recovered,
+                                    "SSERecovery.recovered", recovered, name))
+            try:
+                seen = [json.loads(e[1]) for e in events(whole) if e[1] != "[DONE]"]
+            except ValueError:
+                continue  # reported above: the events are not recover_stream's chunks
+            found += check_chunk_outputs("sse", name, mod, case, native, seen, expectations(mod, case),
+                                         reference(mod, case, native))
+        if ("c", native) in whole_by and ("py", native) in whole_by and whole_by["c", native] != whole_by["py", native]:
+            found.append(differ("sse", "cython != twin (bytes, ids masked)", f"cython (native={native})",
+                                whole_by["c", native], "twin", whole_by["py", native]))
+    return found
+
+
+def describe_sse(case: dict) -> str:
+    body = sse_body(case)
+    cuts = [c for c in case["cuts"] if 0 < c < len(body)]
+    return (describe_stream(case) + f"\n  SSE body = {body!r}\n  cuts = {cuts}"
+            + ("  (and 1-byte splits)" if case["chars"] else "")
+            + (f"  (and at event ends: {event_cuts(case)})" if case["events"] else "")
+            + f"\n  feed types = {[k.__name__ for k in case['kinds']]}"
+            + (f"\n  max_event = {case['max_event']} (event sizes {event_sizes(case)})"
+               if case.get("max_event") else ""))
+
+
+def test_sse_layer_agrees():
+    fuzz("sse", gen_sse_case, check_sse, stream_candidates, describe_sse)
+
+
+def test_the_generator_reaches_every_literal_and_grammar():
+    """The vocabulary is the table: every literal is generated, every block kind written whole."""
+    assert set(LITERALS) >= {m.literal for m in MARKERS} | {b.opener for b in BLOCKS if b.anchor is None}
+    g = G(random.Random(SEED))
+    seen = "".join(block(g) for _ in range(4000))
+    assert all(b.opener in seen for b in BLOCKS)
+    unknown = sorted({b.grammar for b in BLOCKS} - KNOWN_GRAMMARS)
+    if unknown:  # a new grammar: its blocks get JSON call bodies until body_for learns it
+        warnings.warn(f"test_differential: no body generator for grammar(s) {unknown}", stacklevel=1)
