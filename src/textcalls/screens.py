@@ -99,10 +99,13 @@ _STRUCTURAL = frozenset('{}[]:,"_') | frozenset(string.ascii_letters + string.di
 
 
 class Screen:
-    """The gateway screens for one table and ``code_fences`` setting (see ``screen_for``).
+    """The gateway screens for one table, ``code_fences`` setting and bare-call reading (see ``screen_for``).
 
     ``starts``: every character that can begin something a scrubber acts on in content (the first
-    character of each literal, and the backtick when code fences are on). ``opens(text)``: a search
+    character of each literal; the backtick when code fences are on; with ``bare`` — tools given, so
+    a message may start with a bare JSON call — the backtick, ``{`` and ``[``). ``fences``: content
+    the screens pass unchanged must still be fed to its scrubber (code fences or ``bare`` on: it
+    moves the line state, or shows the message is past its start). ``opens(text)``: a search
     for one of them. ``every``: nothing may be skipped at all (a whole-message format reads every
     message from its start; a plain-word opener such as ``functools`` has no special first
     character). ``untouched(data)``: nothing in the JSON bytes of an SSE event can begin a literal
@@ -113,10 +116,13 @@ class Screen:
 
     __slots__ = ("starts", "opens", "every", "fences", "untouched")
 
-    def __init__(self, table: Table, fences: bool) -> None:
+    def __init__(self, table: Table, fences: bool, bare: bool = False) -> None:
+        fences = fences or bare
         firsts = {literal[0] for literal in table.literals}
         if fences:
             firsts.add(FENCE)
+        if bare:
+            firsts.update("{[")
         self.starts = "".join(sorted(firsts))
         self.opens = re.compile(f"[{re.escape(self.starts)}]" if self.starts else "(?!)").search
         self.every = bool(table.whole or table.anchored)
@@ -124,12 +130,13 @@ class Screen:
         self.untouched = _untouched(table.literals, fences)
 
 
-def screen_for(table: Table, fences: bool) -> Screen:
-    """The screens for ``table`` with code fences on or off (built once per table)."""
-    key = ("screen", fences)
+def screen_for(table: Table, fences: bool, bare: bool = False) -> Screen:
+    """The screens for ``table`` with code fences on or off, and bare JSON calls read (``tools``
+    given) or not (built once per table)."""
+    key = ("screen", fences, bare)
     screen = table.derived.get(key)
     if screen is None:
-        screen = table.derived[key] = Screen(table, fences)
+        screen = table.derived[key] = Screen(table, fences, bare)
     return screen
 
 

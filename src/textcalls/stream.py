@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from . import _scan
@@ -136,14 +135,11 @@ class ChunkRecovery:
         # the screens are those of fences on (they skip less, never more), and `{`, `[` are starts too
         self._bare = options.get("tools") is not None and not options.get("reasoning_started") and not (
             table.whole or table.anchored)
-        #: the screens, derived from the same table and fence setting as the scrubbers
-        self.screen = screen_for(table, options.get("code_fences", True) or self._bare)
-        self.starts = self.screen.starts  #: what can begin markup (or a fence run) in content
+        #: the screens, derived from the same table, fence setting and bare-call reading as the scrubbers
+        self.screen = screen_for(table, options.get("code_fences", True), self._bare)
+        self.starts = self.screen.starts  #: what can begin markup, a fence run or a bare call in content
         self._opens = self.screen.opens
         self._fences = self.screen.fences  # skipped content is still fed
-        if self._bare:
-            self.starts = "".join(sorted(set(self.starts) | set("{[")))
-            self._opens = re.compile(f"[{re.escape(self.starts)}]").search
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
         self._floor = 1 if self.screen.every or options.get("reasoning_started") else 0
