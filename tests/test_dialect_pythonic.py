@@ -227,3 +227,12 @@ def test_python_keywords_as_argument_names():
         ("book_flight", {"from": "SFO", "to": "NYC", "class": "eco"})]
     calls = pythonic_list("", "[f(note='from=x', import=1)]", Context())
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("f", {"note": "from=x", "import": 1})]
+
+
+def test_string_escapes_read_as_json_reads_them(impl, tc):
+    """``"\\ud83d\\ude00"`` is one character in JSON; a Python literal would make it two surrogates, which no
+    UTF-8 stream can carry: the arguments hold the character, the same whole, streamed or through SSE."""
+    text = '[get_weather(city="\\ud83d\\ude00", alone="\\ud83d", k={"\\ud83d\\ude00": 1})]'
+    (call,) = tc.parse("<|tool_call_start|>" + text + "<|tool_call_end|>").calls
+    assert json.loads(call.arguments) == {"city": "\U0001f600", "alone": "\ud83d", "k": {"\U0001f600": 1}}
+    assert "\U0001f600" in call.arguments

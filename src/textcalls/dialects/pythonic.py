@@ -197,9 +197,22 @@ def _name(node: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _string(text: str) -> str:
+    """A string literal's text as JSON reads the same escapes: a surrogate pair (``"\\ud83d\\ude00"``) is
+    one character, as ``json.loads`` makes it; a lone surrogate stays."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def _literal(node: ast.expr) -> object:
     """The JSON-able value of a literal node."""
-    if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (str, int, float, bool)):
+    if isinstance(node, ast.Constant) and type(node.value) is str:
+        return _string(node.value)
+    if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (int, float, bool)):
         return node.value
     if (
         isinstance(node, ast.UnaryOp)
@@ -217,6 +230,6 @@ def _literal(node: ast.expr) -> object:
         for key, value in zip(node.keys, node.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):  # None: **mapping
                 raise _NotACall
-            result[key.value] = _literal(value)
+            result[_string(key.value)] = _literal(value)
         return result
     raise _NotACall
