@@ -2,7 +2,9 @@
 
 With ``tools=``, a message that starts with a JSON call of an offered tool — the whole message, or its
 first line(s) followed by a line break and content, or a single fence that is the whole message — is a
-call. Without tools nothing changes; a tool that is not offered stays text.
+call; so are JSON calls that end the message from the start of a line (the trailing part: content, then
+the calls on their own lines, then only whitespace). Without tools nothing changes; a tool that is not
+offered stays text.
 """
 
 import json
@@ -56,6 +58,19 @@ CALLS = [
     (CALL + "  \r\n\nDone.", "Done.", [("get_weather", W)]),
     (CALL + '\nAnd <tool_call>{"name": "now", "arguments": {}}</tool_call> too', "And  too",
      [("get_weather", W), ("now", {})]),
+    # the trailing part: content, then the calls from a line start to the end of the message
+    ("I will check the weather.\n" + CALL, "I will check the weather.", [("get_weather", W)]),
+    ("Let me look.\n\n" + CALL + "  \n\n", "Let me look.", [("get_weather", W)]),
+    ('Checking:\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}', "Checking:",
+     [("get_weather", W)]),
+    ("Both:\n" + CALL + '\n\n{"name": "now", "arguments": {}}', "Both:", [("get_weather", W), ("now", {})]),
+    ("Both:\r\n" + CALL + '; {"name": "now", "parameters": {}}\r\n', "Both:", [("get_weather", W), ("now", {})]),
+    ("A\n   [" + CALL + "]", "A", [("get_weather", W)]),  # up to 3 spaces before it
+    ("<think>The user wants Paris.</think>\n\n" + CALL, "", [("get_weather", W)]),
+    (CALL + '\nthen\n{"name": "now", "arguments": {}}', "then", [("get_weather", W), ("now", {})]),
+    ('Data: {"a": 1}\n{"type": "function", "function": {"name": "now", "arguments": "{}"}}', 'Data: {"a": 1}',
+     [("now", {})]),
+    ('<tool_call>{"name": "now", "arguments": {}}</tool_call>\n' + CALL, "", [("now", {}), ("get_weather", W)]),
     ('{"name": "get_weather", "arguments": {"city": "a}b\\"{"}}\nok', "ok", [("get_weather", {"city": 'a}b"{'})]),
 ]
 
@@ -76,10 +91,19 @@ NEGATIVE = [
     "Here is how to call it:\n```json\n" + CALL + "\n```\nThat is all.",  # an example in prose
     "```json\n" + CALL + "\n```\nThat is the call.",  # the fence is not the whole message
     "```python\n" + CALL + "\n```",
-    "Sure: " + CALL,  # not at the start (trailing part: not done)
+    "Sure: " + CALL,  # on the same line as prose
     "{'name': 'get_weather', 'arguments': {}}",  # not strict JSON
     '{"name": "get_weather", "arguments": {"city": "Paris"}',  # cut before its end
-    "``\n" + CALL,
+    # not the trailing part
+    "Sure:\n" + CALL + "\nis what I would send.",  # content after it: a call in the middle stays text
+    "Code:\n    " + CALL,  # four spaces: an indented code block
+    "Here:\n" + '{"name": "search", "arguments": {}}',  # not offered
+    "The data:\n" + '{"city": "Paris", "temp": 21}',  # a JSON answer
+    "Two:\n" + CALL + " " + CALL,  # two values on one line, no ";"
+    'x\n{"name": "get_weather",\n' + CALL,  # a line-start call inside a value that never ends
+    "Example:\n```json\n" + CALL + "\n```",  # in a fence that is not the whole message
+    "Sure: " + CALL + "\n",  # on a line with prose
+    "Try\r" + CALL,  # a lone CR does not start a line
 ]
 
 
@@ -94,7 +118,9 @@ def test_bare_calls_with_tools(impl, tc, text, content, expected):
 def test_without_tools_nothing_changes(impl, tc, text, content, expected):
     parsed = tc.parse(text)
     blocks = [c for c in calls(parsed) if "<tool_call>" in text]
-    if "<tool_call>" not in text:
+    if "<think>" in text:  # the span is reasoning either way; the call after it stays text
+        assert parsed.content == text.split("</think>")[1].strip() and parsed.calls == []
+    elif "<tool_call>" not in text:
         assert parsed.content == text.strip() and parsed.calls == [] and parsed.removed == 0
     else:
         assert blocks == [("now", {})]
@@ -138,6 +164,76 @@ def test_a_held_start_is_released_as_soon_as_it_cannot_be_a_call(impl):
     assert s.flush() == ""
     s = impl.StreamScrubber()  # without tools nothing is held
     assert s.feed("{") == "{"
+
+
+def test_a_held_end_is_released_as_soon_as_it_cannot_be_a_call(impl):
+    s = impl.StreamScrubber(tools=TOOLS)
+    assert s.feed("Let me check.\n") == "Let me check.\n"
+    assert s.feed(CALL[:20]) == "" and s.feed(CALL[20:]) == "" and s.feed("\n\n") == ""
+    assert s.feed("More.") == CALL + "\n\nMore."  # content after it: it was text
+    assert s.flush() == "" and s.calls == []
+    s = impl.StreamScrubber(tools=TOOLS)
+    assert s.feed("Hi\n{\"quer") == "Hi\n"  # a key a call may have? not yet known
+    assert s.feed('ies": 1') == '{"queries": 1'  # no call has this key: text at once, before the value ends
+    s = impl.StreamScrubber(tools=TOOLS)
+    assert s.feed('Hi\n{"abcdefghij') == "Hi\n" and s.feed("k") == '{"abcdefghijk'  # longer than any call key
+    s = impl.StreamScrubber(tools=TOOLS)
+    assert s.feed("Hi {") == "Hi {" and s.feed("\n[x") == "\n"  # mid-line: nothing held; a line start: held
+    assert s.feed("]") == "[x]"  # a value that is not a call
+    s = impl.StreamScrubber(tools=TOOLS)
+    assert s.feed("Hi\n" + CALL) == "Hi\n" and s.flush() == "" and [c.name for c in s.calls] == ["get_weather"]
+
+
+def test_a_pending_call_that_ended_reasoning_was_a_rehearsal_when_the_end_calls(impl, tc):
+    text = "<think>" + '<tool_call>{"name": "now", "arguments": {}}</tool_call>' + "</think>\nOK.\n" + CALL
+    parsed = tc.parse(text, tools=TOOLS)
+    assert calls(parsed) == [("get_weather", W)] and parsed.content == "OK."
+    parsed = tc.parse(text.replace(CALL, "bye"), tools=TOOLS)
+    assert calls(parsed) == [("now", {})] and parsed.content == "OK.\nbye"
+
+
+ADVERSARIAL = [
+    "\n[" * 5000,
+    "\n{" * 5000,
+    "\n{}" * 5000,
+    ("\n[" + "[" * 40) * 200,
+    '\n{"name": "get_weather", "arguments": {"a": "' * 400,
+    '\n{"' + ("a" * 20 + "\n{") * 500,
+    ("\n" + CALL + " x") * 300,
+    "\n" + "[\n" * 5000 + "]" * 5000,
+]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL)
+@pytest.mark.parametrize("max_block", [64, 1 << 20])
+def test_each_character_is_read_by_one_candidate_at_most(monkeypatch, impl, tc, text, max_block):
+    """Linear: a candidate that is not a call keeps every other from starting where it read, so the
+    candidates read at most the text's length between them, whatever the splitting."""
+    from textcalls import _table
+
+    extent: dict = {}  # candidate -> how far from its first character it was read
+    feed, take = _table.BareLead.feed, _table.BareLead.read
+
+    def counted_read(self, s, start):
+        r = take(self, s, start)
+        extent[self] = self.seen if r < 0 else r
+        return r
+
+    def counted_feed(self, delta):
+        decided = feed(self, delta)
+        extent[self] = self.seen if decided is None else decided[2]  # held, or consumed / stop
+        return decided
+
+    monkeypatch.setattr(_table.BareLead, "read", counted_read)
+    monkeypatch.setattr(_table.BareLead, "feed", counted_feed)
+    monkeypatch.setattr(_table.BareLead, "__hash__", object.__hash__, raising=False)
+    whole = tc.parse(text, tools=TOOLS, max_block=max_block)
+    assert sum(extent.values()) <= len(text)
+    extent.clear()
+    split = feed_in_pieces(impl, text, list(range(0, len(text), 7)), tools=TOOLS, max_block=max_block)
+    assert sum(extent.values()) <= len(text)
+    assert split == feed_in_pieces(impl, text, [], tools=TOOLS, max_block=max_block)
+    assert whole.calls == [] or text.startswith("\n" + CALL)
 
 
 def test_the_hold_is_capped_by_max_block(impl, tc):

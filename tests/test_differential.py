@@ -47,6 +47,7 @@ from textcalls.markers import ATTR_MAX, BLOCKS, DIALECTS, MARKERS
 from textcalls.openai import recover_response
 from textcalls.parse import parse
 from textcalls.responses_bytes import recover_response_bytes
+from textcalls.screens import may_hold_bare_call
 from textcalls.sse import SSERecovery
 from textcalls.stream import ChunkRecovery, recover_stream
 
@@ -401,6 +402,9 @@ def gen_text(g: G, opts: dict) -> str:
     if g.chance(0.08):  # a last block, complete but for its closer (and maybe a bracket)
         b = g.pick([b for b in BLOCKS if b.closer])
         text += block_of(g, b)[:-len(b.closer) - g.pick([0, 0, 1])]
+    if g.chance(0.1):  # bare JSON calls at the end, from a line start or not (with tools: a call)
+        text += (g.pick(["\n", "\n\n", "\r\n", "\n   ", "\n    ", " ", "\r"]) + json_calls(g)
+                 + g.pick(["", "\n", "  \n", " x", "\nmore", "\n" + json_call(g), "; " + json_call(g)]))
     return text
 
 
@@ -702,10 +706,20 @@ def check_screens(case: dict, text: str, parsed) -> list:
         says = [_scan_py.may_contain_markup(form, formats=formats) for form in forms]
     except Exception as exc:  # noqa: BLE001 - any exception is a finding
         return found + [crashed("scrubber", "may_contain_markup", exc, "c/py")]
-    untouched = (parsed.removed == 0 and not parsed.calls and parsed.content == text.strip()
-                 and not parsed.reasoning)
+    def untouched(p) -> bool:
+        return p.removed == 0 and not p.calls and p.content == text.strip() and not p.reasoning
+
+    options = case["options"]
+    if options.get("tools") is not None and not untouched(parsed):
+        # with tools, a bare JSON call needs no markup: the raw forms answer for what parse does without
+        # tools, and a response body's forms are screened by may_hold_bare_call as well
+        bare = [form is not forms[0] and form is not forms[1]
+                and may_hold_bare_call(b'{"content":' + form + b"}") for form in forms]
+        says = [s or b for s, b in zip(says, bare)]
+        if not all(says[:2]) and untouched(parse(text, **{k: v for k, v in options.items() if k != "tools"})):
+            says[:2] = [True, True]
     # (reasoning_started makes text reasoning without any markup: the screen is about markup only)
-    if not untouched and not all(says) and not case["options"].get("reasoning_started"):
+    if not untouched(parsed) and not all(says) and not options.get("reasoning_started"):
         found.append(differ("scrubber", "may_contain_markup misses markup parse removes",
                             "may_contain_markup of (text, UTF-8, JSON, JSON with \\u003c, JSON with \\/, "
                             "JSON not ASCII)", says, "parse", parsed))

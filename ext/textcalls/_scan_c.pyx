@@ -441,7 +441,11 @@ cdef class StreamScrubber:
     cdef int _whole           # whole-message formats: 1 = only whitespace so far, 2 = holding a possible call
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
-    cdef object _bare         # with tools: _table.BareLead while a message's start may be a bare JSON call
+    cdef object _bare         # with tools: _table.BareLead while a bare JSON call's candidate is held (_whole 3, 4)
+    cdef bint _trail          # with tools: content that ends with bare JSON calls from a line start is read
+    cdef bint _lines          # _line is followed (code fences, or _trail)
+    cdef Py_ssize_t _bare_stop  # no bare-call candidate starts before this offset (an earlier one read there)
+    cdef Py_ssize_t _next_brace[2]  # the same as _next_at for '{' and '[' (with _trail)
     cdef object _memo_s       # the buffer _next_at speaks of
     cdef Py_ssize_t _next_at[8]
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)  # per first character: its next index in _memo_s at or after the search (-1: none)
@@ -481,6 +485,9 @@ cdef class StreamScrubber:
         if self._ctx.has_tools and not self._whole and not reasoning_started:
             self._bare = BareLead(self._ctx, max_block)
             self._whole = 3
+        # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
+        self._trail = self._ctx.has_tools
+        self._bare_stop = 0
         self._extract = calls_in_reasoning == "extract"
         self._auto = calls_in_reasoning == "auto"
         self._pending = None
@@ -491,6 +498,7 @@ cdef class StreamScrubber:
         self._fences = code_fences
         self._fence = False
         self._line = 0
+        self._lines = code_fences or self._trail
 
     cdef inline int _enter(self) except -1:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
@@ -543,10 +551,11 @@ cdef class StreamScrubber:
             kind = PyUnicode_KIND(delta)
             data = PyUnicode_DATA(delta)
             if self._spec.find_first(kind, data, 0, n) < 0 and not (self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
-                    self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n):
+                    self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n) and not (
+                    self._trail and (_find(kind, data, 0, n, 0x7B) >= 0 or _find(kind, data, 0, n, 0x5B) >= 0)):
                 if self._after >= 0 and not _all_ws(delta):
                     self._after = -1
-                if self._fences:
+                if self._lines:
                     self._line = _line_after(self._line, kind, data, 0, n)
                 self._pos += n
                 return delta
@@ -557,6 +566,14 @@ cdef class StreamScrubber:
             return ""
         if self._whole == 3:
             return self._bare_done(self._bare.finish()) + self._flush()
+        if self._whole == 4:  # a candidate bare call at a line start, to the end: calls, or text
+            calls, self._held, consumed = self._bare.finish()
+            self._whole, self._bare = 0, None
+            if calls:
+                self._take_bare(calls)
+                self._pos += consumed
+            else:
+                self._bare_stop = self._pos + consumed
         if self._whole:
             text, holding = "".join(self._whole_parts), self._whole == 2
             self._whole, self._whole_parts = 0, []
@@ -581,6 +598,15 @@ cdef class StreamScrubber:
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
         characters; anything else goes on to the scanner."""
         cdef str start, text
+        cdef Py_ssize_t r
+        if self._whole == 4:  # a candidate bare call at a line start
+            r = self._bare.read(delta, 0)
+            if r < 0:
+                return ""
+            text = self._bare.held() + delta
+            self._whole, self._bare = 0, None
+            self._bare_stop = self._pos + r
+            return self._run(text, False)
         if self._whole == 3:
             blank = self._bare.lead(delta)
             shown = ""
@@ -611,17 +637,45 @@ cdef class StreamScrubber:
         calls, text, consumed = decided
         self._whole, self._bare = 0, None
         if calls:
-            self.calls.extend(calls)
-            self.removed += 1
+            self._take_bare(calls)
             self._pos += consumed
+        else:
+            self._bare_stop = self._pos + consumed
         return self._feed(text)
+
+    cdef int _take_bare(self, list calls) except -1:
+        if self._pending is not None:
+            self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
+        self.calls.extend(calls)
+        self.removed += 1
+        return 0
+
+    cdef Py_ssize_t _tail_at(self, str s, Py_ssize_t i, Py_ssize_t base, bint final) except -2:
+        """``s[i]``, a ``{`` or ``[`` at a content line's start (tools given), may begin bare calls that
+        end the message: -1 when it holds the rest of ``s`` (or, at the end, took it as calls); else it
+        is not one, and no candidate starts before ``base + i`` + the returned length."""
+        cdef Py_ssize_t r
+        reader = BareLead(self._ctx, self.max_block, True)
+        r = reader.read(s, i)
+        if r < 0:
+            if not final:
+                self._bare, self._whole = reader, 4
+                self._held, self._pos = "", base + i
+                return -1
+            calls, _, r = reader.finish()
+            if calls:
+                self._take_bare(calls)
+                self._held, self._pos = "", base + PyUnicode_GET_LENGTH(s)
+                return -1
+        self._bare_stop = base + i + r
+        return r
 
     cdef inline int _emit(self, list out, str text) except -1:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         if n:
             if not self._reasoning:
                 out.append(text)
-                if self._fences:
+                if self._lines:
                     self._line = _line_after(self._line, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, n)
             elif self._deferred is None:
                 self._reasoning_out.append(text)
@@ -739,10 +793,12 @@ cdef class StreamScrubber:
         if s is not self._memo_s:  # the per-character search positions belong to one buffer
             self._memo_s = s
             self._next_tick = -2
+            self._next_brace[0] = self._next_brace[1] = -2
             for f in range(self._spec.n_first):
                 next_at[f] = -2  # not looked for yet
         cdef bint fences
         cdef Py_ssize_t j
+        cdef Py_UCS4 c
         while True:
             fences = self._fences and not self._reasoning
             i = -1
@@ -757,6 +813,12 @@ cdef class StreamScrubber:
                     self._next_tick = _find(kind, d, search, n, 0x60)
                 if self._next_tick >= 0 and (i < 0 or self._next_tick < i):
                     i = self._next_tick
+            if self._trail and not (fences and self._fence):
+                for f in range(2):
+                    if self._next_brace[f] == -2 or (self._next_brace[f] >= 0 and self._next_brace[f] < search):
+                        self._next_brace[f] = _find(kind, d, search, n, 0x7B if f == 0 else 0x5B)
+                    if self._next_brace[f] >= 0 and (i < 0 or self._next_brace[f] < i):
+                        i = self._next_brace[f]
             if i >= 0 and PyUnicode_READ(kind, d, i) == 0x60:  # '`'
                 j = i
                 while j < n and PyUnicode_READ(kind, d, j) == 0x60:
@@ -777,6 +839,16 @@ cdef class StreamScrubber:
                 self._held = s[t:]
                 self._pos = base + t
                 return -1
+            c = PyUnicode_READ(kind, d, i)
+            if (c == 0x7B or c == 0x5B) and self._trail:  # bare calls that end the message, from a line start
+                if not self._reasoning and base + i >= self._bare_stop and _line_after(self._line, kind, d, p, i) >= 0:
+                    self._emit(out, s[p:i])
+                    p = i
+                    if self._tail_at(s, i, base, final) < 0:
+                        return -1
+                if not self._spec.first[c]:  # not a call, nor the start of a literal
+                    search = i + 1
+                    continue
             cand = self._candidate(kind, d, n, s, i, p, final, &a, &b)
             if cand == C_HOLD:
                 self._emit(out, s[p:i])

@@ -141,11 +141,11 @@ def _opener_at(spec: _Spec, s: str, i: int, final: bool, own=None) -> int:
     return -1 if undecided and not final else 0
 
 
-def _line_after(line: int, text: str) -> int:
-    """The line state after ``text``, from ``line`` before it: how many spaces (0-3) the current line
-    has had and nothing else, or -1. Only the end of ``text`` is read."""
+def _line_after(line: int, text: str, start: int = 0, end: int = -1) -> int:
+    """The line state after ``text[start:end]`` (``end`` -1: its end), from ``line`` before it: how many
+    spaces (0-3) the current line has had and nothing else, or -1. Only the end of it is read."""
     spaces = 0
-    for k in range(len(text) - 1, -1, -1):
+    for k in range((len(text) if end < 0 else end) - 1, start - 1, -1):
         c = text[k]
         if c == "\n":
             return spaces
@@ -174,7 +174,7 @@ class StreamScrubber:
         "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
         "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len", "_bare",
         "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len", "_fences", "_fence", "_line",
-        "_busy", "_auto", "_pending",
+        "_busy", "_auto", "_pending", "_trail", "_lines", "_firsts", "_bare_stop",
     )
 
     def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text",
@@ -225,6 +225,10 @@ class StreamScrubber:
         if self._ctx.has_tools and not self._whole and not reasoning_started:
             self._bare = BareLead(self._ctx, max_block)
             self._whole = 3
+        # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
+        self._trail = self._ctx.has_tools
+        self._firsts = self._spec.first_chars + ("{", "[") if self._trail else self._spec.first_chars
+        self._bare_stop = 0  # no bare-call candidate starts before this offset (an earlier one read there)
         self._extract = calls_in_reasoning == "extract"
         self._auto = calls_in_reasoning == "auto"
         self._pending = None  # "auto": the blocks that ended a closed span, until the content calls a tool or not
@@ -235,6 +239,7 @@ class StreamScrubber:
         self._fences = code_fences  # markup inside a markdown code fence (in content) is text
         self._fence = False  # inside a fence
         self._line = 0  # the current content line's leading spaces (0-3) if it has had nothing else, else -1
+        self._lines = code_fences or self._trail  # _line is followed
 
     def _enter(self) -> None:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads)."""
@@ -274,13 +279,13 @@ class StreamScrubber:
         if self._whole:
             return self._feed_whole(delta)
         if not self._held and self._opener is None and not self._reasoning and not any(
-            c in delta for c in self._spec.first_chars
+            c in delta for c in self._firsts
         ) and not (self._fences and "`" in delta) and not (
             self._spec.table.anchored and word_tail(self._spec.table, delta, 0) < len(delta)
         ):
             if self._after is not None and not _all_ws(delta):
                 self._after = None
-            if self._fences:
+            if self._lines:
                 self._line = _line_after(self._line, delta)
             self._pos += len(delta)
             return delta
@@ -291,6 +296,14 @@ class StreamScrubber:
             return ""
         if self._whole == 3:
             return self._bare_done(self._bare.finish()) + self._flush()
+        if self._whole == 4:  # a candidate bare call at a line start, to the end: calls, or text
+            calls, self._held, consumed = self._bare.finish()
+            self._whole, self._bare = 0, None
+            if calls:
+                self._take_bare(calls)
+                self._pos += consumed
+            else:
+                self._bare_stop = self._pos + consumed
         if self._whole:
             text, holding = "".join(self._whole_parts), self._whole == 2
             self._whole, self._whole_parts = 0, []
@@ -314,6 +327,14 @@ class StreamScrubber:
     def _feed_whole(self, delta: str) -> str:
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
         characters; anything else goes on to the scanner."""
+        if self._whole == 4:  # a candidate bare call at a line start
+            r = self._bare.read(delta, 0)
+            if r < 0:
+                return ""
+            text = self._bare.held() + delta
+            self._whole, self._bare = 0, None
+            self._bare_stop = self._pos + r
+            return self._run(text, False)
         if self._whole == 3:
             blank = self._bare.lead(delta)
             shown = ""
@@ -344,10 +365,36 @@ class StreamScrubber:
         calls, text, consumed = decided
         self._whole, self._bare = 0, None
         if calls:
-            self.calls.extend(calls)
-            self.removed += 1
+            self._take_bare(calls)
             self._pos += consumed
+        else:
+            self._bare_stop = self._pos + consumed
         return self._feed(text)
+
+    def _take_bare(self, calls: list) -> None:
+        if self._pending is not None:
+            self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
+        self.calls.extend(calls)
+        self.removed += 1
+
+    def _tail_at(self, s: str, i: int, base: int, final: bool) -> int:
+        """``s[i]``, a ``{`` or ``[`` at a content line's start (tools given), may begin bare calls that
+        end the message: -1 when it holds the rest of ``s`` (or, at the end, took it as calls); else it
+        is not one, and no candidate starts before ``base + i`` + the returned length."""
+        reader = BareLead(self._ctx, self.max_block, True)
+        r = reader.read(s, i)
+        if r < 0:
+            if not final:
+                self._bare, self._whole = reader, 4
+                self._held, self._pos = "", base + i
+                return -1
+            calls, _, r = reader.finish()
+            if calls:
+                self._take_bare(calls)
+                self._held, self._pos = "", base + len(s)
+                return -1
+        self._bare_stop = base + i + r
+        return r
 
     # -- the state machine --------------------------------------------------------------------
 
@@ -355,7 +402,7 @@ class StreamScrubber:
         if text:
             if not self._reasoning:
                 out.append(text)
-                if self._fences:
+                if self._lines:
                     self._line = _line_after(self._line, text)
             elif self._deferred is None:
                 self._reasoning_out.append(text)
@@ -462,12 +509,12 @@ class StreamScrubber:
             if fences and self._fence:  # inside a code fence only its end matters
                 i = s.find("`", search)
             else:
-                i = _find_first(self._spec.first_chars + ("`",) if fences else self._spec.first_chars, s, search, n)
+                i = _find_first(self._firsts + ("`",) if fences else self._firsts, s, search, n)
             if i >= 0 and s[i] == "`":
                 j = i
                 while j < n and s[j] == "`":
                     j += 1
-                if _line_after(self._line, s[p:i]) >= 0:  # at the start of a line (up to 3 spaces)
+                if _line_after(self._line, s, p, i) >= 0:  # at the start of a line (up to 3 spaces)
                     if j - i >= 3:
                         self._fence = not self._fence  # a fence opens or closes; the backticks stay
                     elif j == n and not final:
@@ -481,6 +528,15 @@ class StreamScrubber:
                 self._emit(out, s[p:t])
                 self._held, self._pos = s[t:], base + t
                 return -1
+            if s[i] in "{[" and self._trail:  # bare calls that end the message, from a line start
+                if not self._reasoning and base + i >= self._bare_stop and _line_after(self._line, s, p, i) >= 0:
+                    self._emit(out, s[p:i])
+                    p = i
+                    if self._tail_at(s, i, base, final) < 0:
+                        return -1
+                if s[i] not in self._spec.first_chars:  # not a call, nor the start of a literal
+                    search = i + 1
+                    continue
             kind, a, b = self._candidate(s, i, p, final)
             if kind == "hold":
                 self._emit(out, s[p:i])

@@ -125,7 +125,10 @@ def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context
 _WS = " \t\n\r\x0b\x0c"
 #: what may come before a bare call (spaces and line breaks: what the gateway screens' line state reads as blank)
 _BLANK = " \n\r"
-_JSON_STOP = re.compile(r'["{}\[\]]')
+_JSON_STOP = re.compile(r'["{}\[\],:]')
+#: the keys a call object may have (``dialects.jsonlike.bare_calls``): another key makes it text at once
+_CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id", "function"})
+_CALL_KEY_MAX = max(map(len, _CALL_KEYS))
 _STRING_STOP = re.compile(r'["\\]')
 _FENCE_INFO = frozenset({"", "json", "JSON", "json5"})
 _FENCE_INFO_MAX = 16
@@ -134,27 +137,35 @@ _START, _TICKS, _INFO, _VALUE, _JSON, _AFTER, _FENCE_END, _CLOSE, _TAIL = range(
 
 
 class BareLead:
-    """Reads, incrementally, a message that may start with a bare JSON call of an offered tool (used by both
-    scanners when ``tools`` are given; cold code: only while a message's start is held).
+    """Reads, incrementally, a bare JSON call of an offered tool (used by both scanners when ``tools`` are
+    given; cold code: only while such a candidate is held). Two places may hold one:
 
-    The message, after leading whitespace, must be one of: a JSON value that is a call or an array of calls
-    (``dialects.jsonlike.bare_calls``: offered tools only), or several such values separated by ``;`` (Llama
-    3), then only spaces or tabs up to a line break or the end of the message (the rest, from that line
-    break, is content); or a single markdown fence (```` ``` ```` or ```` ```json ````) holding such a value
-    that is the whole message. ``feed(delta)`` returns ``None`` while the start may still be a call, else
-    ``(calls, text, consumed)``: the calls (``None``: it is not one), the text the scanner reads from here
-    (everything held when not a call; the rest after the call otherwise) and how many characters the calls
-    took. ``finish()`` decides at the end of the message. Each character is looked at once (linear), and at
-    most ``max_block`` characters are held: past that it is text.
+    - the message's start (``tail=False``): after leading blanks, one of: a JSON value that is a call or
+      an array of calls (``dialects.jsonlike.bare_calls``: offered tools only), or several such values
+      separated by ``;`` (Llama 3), then only spaces or tabs up to a line break or the end of the message
+      (the rest, from that line break, is content); or a single markdown fence (```` ``` ```` or
+      ```` ```json ````) holding such a value that is the whole message;
+    - the message's end (``tail=True``): from a ``{`` or ``[`` at the start of a content line, such
+      values (separated by ``;`` or line breaks) with only whitespace after them to the end.
+
+    ``feed(delta)`` (the start) returns ``None`` while the start may still be a call, else ``(calls,
+    text, consumed)``: the calls (``None``: it is not one), the text the scanner reads from here
+    (everything held when not a call; the rest after the call otherwise) and how many characters the
+    calls took (not a call: ``stop``). ``read(s, start)`` (the end) returns -1 while undecided, else the candidate is not a
+    call. ``finish()`` decides at the end of the message. When a candidate is not a call, ``stop`` is
+    how far from its first character it was read: the scanners start no other candidate before there,
+    so each character is read by one candidate at most (linear). At most ``max_block`` characters are
+    held: past that it is text.
     """
 
-    __slots__ = ("ctx", "room", "phase", "parts", "seen", "value", "depth", "in_str", "esc", "ticks",
-                 "fence", "info", "calls")
+    __slots__ = ("ctx", "tail", "room", "phase", "parts", "seen", "value", "depth", "in_str", "esc", "ticks",
+                 "fence", "info", "calls", "broke", "stop", "level", "expect", "key")
 
-    def __init__(self, ctx: Context, max_block: int) -> None:
+    def __init__(self, ctx: Context, max_block: int, tail: bool = False) -> None:
         self.ctx = ctx
+        self.tail = tail
         self.room = max_block  # characters that may still be held
-        self.phase = _START
+        self.phase = _VALUE if tail else _START
         self.parts: list = []  # everything held
         self.seen = 0  # characters held so far
         self.value: list = []  # the current JSON value's text
@@ -163,6 +174,11 @@ class BareLead:
         self.ticks = self.fence = 0
         self.info = ""
         self.calls: list = []
+        self.broke = False  # tail: a line break since the last value
+        self.level = 1  # the depth of a call object's keys: 1 in {...}, 2 in [{...}, ...]
+        self.expect = False  # a string at that depth is a key
+        self.key: list | None = None  # the text of the key being read (None: not in a key, or escaped)
+        self.stop = 0  # not a call: how far from the first character it was read
 
     def lead(self, delta: str) -> int:
         """How many characters at the start of ``delta`` are blank before the message's first character
@@ -176,23 +192,48 @@ class BareLead:
         n = len(delta)
         stop = min(n, self.room)
         i = self._scan(delta, 0, stop)
-        if i is None:  # not a call
-            return None, "".join(self.parts), 0
-        if i < 0:  # undecided over the whole of what it may look at
+        if i < -1:  # not a call
+            self.stop = self.seen + (-2 - i)
+            return None, "".join(self.parts), self.stop
+        if i == -1:  # undecided over the whole of what it may look at
             self.room -= stop
             self.seen += stop
             if stop < n:  # past max_block
-                return None, "".join(self.parts), 0
+                self.stop = self.seen
+                return None, "".join(self.parts), self.stop
             return None
         return self.calls, delta[i:], self.seen + i
 
+    def read(self, s: str, start: int) -> int:
+        """The end (``tail``): read ``s[start:]``; -1 while undecided (``held()`` then includes it), else it
+        is not a call (``stop`` says how far it was read). Nothing is copied unless it is held."""
+        n = len(s)
+        stop = min(n, start + self.room)
+        i = self._scan(s, start, stop)
+        if i < -1:
+            self.stop = self.seen + (-2 - i) - start
+            return self.stop
+        if stop < n:  # past max_block
+            self.stop = self.seen + stop - start
+            return self.stop
+        self.parts.append(s[start:] if start else s)
+        self.room -= n - start
+        self.seen += n - start
+        return -1
+
+    def held(self) -> str:
+        return "".join(self.parts)
+
     def finish(self):
-        if self.phase in (_AFTER, _TAIL) or (self.phase == _CLOSE and self.ticks >= self.fence):
+        if self.phase == _AFTER or (not self.tail and (
+                self.phase == _TAIL or (self.phase == _CLOSE and self.ticks >= self.fence))):
             return self.calls, "", self.seen
-        return None, "".join(self.parts), 0
+        self.stop = self.seen
+        return None, "".join(self.parts), self.stop
 
     def _scan(self, s: str, i: int, end: int):
-        """Read ``s[i:end]``: -1 undecided, ``None`` not a call, else the index where the content starts."""
+        """Read ``s[i:end]``: -1 undecided, ``-2 - k`` not a call (decided at ``s[k]``), else the index where
+        the content starts (the message's start only)."""
         while i < end:
             phase = self.phase
             if phase == _JSON:
@@ -202,11 +243,24 @@ class BareLead:
                         self.value.append(s[i])
                         i += 1
                         continue
-                    m = _STRING_STOP.search(s, i, end)
+                    if self.key is None:
+                        m = _STRING_STOP.search(s, i, end)
+                        j = end if m is None else m.start()
+                    else:  # a key of a call object: only a few are allowed, none longer than _CALL_KEY_MAX
+                        had = sum(map(len, self.key))
+                        stop = min(end, i + _CALL_KEY_MAX - had + 1)
+                        m = _STRING_STOP.search(s, i, stop)
+                        j = stop if m is None else m.start()
+                        if had + j - i > _CALL_KEY_MAX:  # too long: text from its first extra character
+                            return -2 - (i + _CALL_KEY_MAX - had)
+                        self.key.append(s[i:j])
+                        if m is not None:
+                            if s[j] == '"' and "".join(self.key) not in _CALL_KEYS:
+                                return -2 - j
+                            self.key = None  # allowed, or escaped (bare_calls decides)
                     if m is None:
                         self.value.append(s[i:end])
                         return -1
-                    j = m.start()
                     if s[j] == "\\":
                         self.esc = True
                     else:
@@ -224,14 +278,21 @@ class BareLead:
                 i = j + 1
                 if c == '"':
                     self.in_str = True
+                    if self.expect and self.depth == self.level:
+                        self.key, self.expect = [], False
+                elif c == ",":
+                    self.expect = self.depth == self.level
+                elif c == ":":
+                    self.expect = False
                 elif c in "{[":
                     self.depth += 1
+                    self.expect = c == "{" and self.depth == self.level
                 else:
                     self.depth -= 1
                     if self.depth == 0:
                         calls = _bare_value("".join(self.value), self.ctx)
                         if calls is None:
-                            return None
+                            return -2 - i
                         self.calls += calls
                         self.value = []
                         self.phase = _FENCE_END if self.fence else _AFTER
@@ -243,29 +304,30 @@ class BareLead:
                     continue
                 if c in "{[":
                     self.phase, self.depth, self.value = _JSON, 1, [c]
+                    self.level, self.expect = (1, True) if c == "{" else (2, False)
                     i += 1
                     continue
                 if c == "`" and phase == _START:
                     self.phase, self.ticks = _TICKS, 1
                     i += 1
                     continue
-                return None
+                return -2 - i
             if phase == _TICKS:
                 if c == "`":
                     self.ticks += 1
                     i += 1
                     continue
                 if self.ticks < 3:
-                    return None
+                    return -2 - i
                 self.fence, self.phase = self.ticks, _INFO
                 continue
             if phase == _INFO:
                 if c == "\n":
                     if self.info.strip(_WS) not in _FENCE_INFO:
-                        return None
+                        return -2 - i
                     self.phase = _VALUE
                 elif len(self.info) >= _FENCE_INFO_MAX or c == "`":
-                    return None
+                    return -2 - i
                 else:
                     self.info += c
                 i += 1
@@ -274,13 +336,25 @@ class BareLead:
                 if c in " \t":
                     i += 1
                     continue
+                if self.tail:  # to the end: whitespace, or more values after ";" or a line break
+                    if c in _WS:
+                        self.broke = self.broke or c in "\r\n"
+                    elif c == ";":
+                        self.phase, self.broke = _VALUE, False
+                    elif self.broke and c in "{[":
+                        self.phase, self.broke = _VALUE, False
+                        continue  # read again as the next value's first character
+                    else:
+                        return -2 - i
+                    i += 1
+                    continue
                 if c == ";":
                     self.phase = _VALUE
                     i += 1
                     continue
                 if c in "\r\n":
                     return i
-                return None
+                return -2 - i
             if phase == _FENCE_END:
                 if c in _WS:
                     i += 1
@@ -289,21 +363,21 @@ class BareLead:
                     self.phase, self.ticks = _CLOSE, 1
                     i += 1
                     continue
-                return None
+                return -2 - i
             if phase == _CLOSE:
                 if c == "`":
                     self.ticks += 1
                     i += 1
                     continue
                 if self.ticks < self.fence:
-                    return None
+                    return -2 - i
                 self.phase = _TAIL
                 continue
             # _TAIL: the fence was the whole message; only whitespace may follow
             if c in _WS:
                 i += 1
                 continue
-            return None
+            return -2 - i
         return -1
 
 
@@ -314,7 +388,8 @@ def _bare_value(text: str, ctx: Context):
 
 
 def read_bare(text: str, ctx: Context, max_block: int):
-    """``BareLead`` over a whole text at once: ``(calls, rest, consumed)``, ``calls`` ``None`` when it is not one."""
+    """``BareLead`` over a whole text at once: ``(calls, rest, consumed)``, ``calls`` ``None`` when it is not
+    one (``consumed`` is then its ``stop``)."""
     lead = BareLead(ctx, max_block)
     decided = lead.feed(text)
     return lead.finish() if decided is None else decided

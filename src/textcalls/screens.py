@@ -80,15 +80,18 @@ def may_contain_markup(data, *, formats=None) -> bool:
 
 
 #: In a response body's JSON: a ``"content"`` string whose text, after whitespace, starts as a bare JSON
-#: call (``{``, ``[``) or a fence (a backtick) may, with ``tools``, hold a call; raw or ``\\u``-escaped.
+#: call (``{``, ``[``) or a fence (a backtick), or any line of which starts (after up to 3 spaces) with
+#: ``{`` or ``[``, may, with ``tools``, hold a call; raw or ``\\u``-escaped.
 _BARE_START = re.compile(
     rb'"content"\s*:\s*"(?:[ \t]|\\[nrt]|\\u00(?:20|09|0[aAdD]))*(?:[{\[`]|\\u00(?:7[bB]|5[bB]|60))')
+_BARE_LINE = re.compile(rb'(?:\\n|\\u000[aA])(?: |\\u0020){0,3}(?:[{\[]|\\u00(?:7[bB]|5[bB]))')
 
 
 def may_hold_bare_call(data: bytes) -> bool:
     """False only when no ``"content"`` string of a raw response body starts (after whitespace) with
-    what a bare JSON call or its fence starts with (with ``tools``, such a message may be a call)."""
-    return b'"content"' in data and _BARE_START.search(data) is not None
+    what a bare JSON call or its fence starts with, and no line in the body starts with ``{`` or ``[``
+    (with ``tools``, such a message may be or end with a call)."""
+    return b'"content"' in data and (_BARE_START.search(data) is not None or _BARE_LINE.search(data) is not None)
 
 
 # -- gateway streams ----------------------------------------------------------------------------------
