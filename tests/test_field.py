@@ -2,9 +2,9 @@
 each with its source thread and the calls and visible text a careful reader says the model meant (decided
 by reading, not by running the parser). Both implementations, whole and in random splits.
 
-Not every sample is recovered yet: ``GAPS`` lists those that are not (the work of issue 8). They are
-strict expected failures, so a sample that starts passing must leave the list, and one that passes today
-can never silently regress.
+Not every sample is recovered: ``GAPS`` lists those that are not, each for a reason in ``GAP_REASONS``
+(a rule the library keeps on purpose, or a cousin not supported yet). They are strict expected failures,
+so a sample that starts passing must leave the list, and one that passes today can never silently regress.
 """
 
 from __future__ import annotations
@@ -20,11 +20,26 @@ from textcalls import parse
 from .streams import feed_in_pieces
 
 CASES = [json.loads(line) for line in (pathlib.Path(__file__).parent / "field" / "cases.jsonl").open(encoding="utf-8")]
-GAPS = frozenset("""
-anthropic_xml-01 bare_json-01 bare_json-03 bare_json-06 gemini_default_api-01 gemma4-03 gemma4-04 glm-01
-harmony-02 harmony-03 kimi_k3-01 llama3-02 llama3-03 minimax_m2-03 minimax_m2-04 minimax_m3-01 minimax_m3-02
-mistral-02 name_json-01 toolname_xml-01 transcript_mimicry-01
-""".split())
+GAP_REASONS = {
+    # bare JSON without tools: the bare-call rules need the request's tools (issue 8, class 3)
+    "bare_json-01": "no tools", "bare_json-03": "no tools", "bare_json-06": "no tools", "llama3-03": "no tools",
+    # the text as the server relayed it ends in a special token that the bare-call reader does not skip
+    "llama3-02": "<|eot_id|> after the value",
+    # policy: a truncated Harmony body is closed by the unterminated-block repair (one missing brace)
+    "harmony-02": "the missing-closer repair applies",
+    # stripped-token Harmony with the channel words run into the text: opt-in harmony_text does not take it
+    "harmony-03": "analysis...assistantfinal run-on",
+    # cousins not in the table
+    "anthropic_xml-01": "cut inside a parameter: would need a whole-block drop",
+    "gemini_default_api-01": "default_api:NAME{...}", "gemma4-03": "call:NAME{...} with tokens stripped",
+    "gemma4-04": "a value opened with <|\"|> and closed with '", "glm-01": "opening <arg_key> missing",
+    "kimi_k3-01": "K3 <|open|>/<|sep|> markup", "minimax_m2-03": "garbled namespace tokens, no name",
+    "minimax_m2-04": "[Calling tool: NAME] transcript line", "minimax_m3-01": "]<]minimax[>[ tokens as text",
+    "minimax_m3-02": "stray </mm:think>", "mistral-02": "[TOOL_CALLS] with invalid JSON is removed",
+    "name_json-01": "NAME{json} glued to prose", "toolname_xml-01": "<tool_name><param> Cline-style XML",
+    "transcript_mimicry-01": "[tool_call: NAME for PARAM 'value']",
+}
+GAPS = frozenset(GAP_REASONS)
 
 
 def _options(case) -> dict:
