@@ -62,7 +62,7 @@ def test_the_corpus_is_well_formed():
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=_id(c), marks=pytest.mark.xfail(
-    strict=True, reason="not recovered yet (issue 8)")) if c["id"] in GAPS else pytest.param(c, id=_id(c))
+    strict=True, reason=f"not recovered: {GAP_REASONS[c['id']]}")) if c["id"] in GAPS else pytest.param(c, id=_id(c))
     for c in CASES])
 def test_the_calls_a_reader_sees_are_recovered(impl, case):
     p = parse(case["text"], **_options(case))
