@@ -1,6 +1,6 @@
 """Core benchmarks: streaming feed and parse, Cython vs the twin vs C-level baselines.
 
-    python -m pytest benchmarks/bench_core.py --benchmark-only -q
+python -m pytest benchmarks/bench_core.py --benchmark-only -q
 """
 
 import pytest
@@ -19,18 +19,34 @@ ratio("feed per prose delta (Cython) / `'<' in delta`", "stream-prose-c", "conta
 ratio("feed per prose delta (Cython), code_fences=False / list.append", "nofence-stream-prose-c", "append-prose")
 ratio("parse prose (Cython) / str.find('<')", "parse-prose-c", "find-prose", "target <= 3")
 for corpus in CORPORA:
-    ratio(f"stream {corpus}: twin / Cython", f"stream-{corpus}-py", f"stream-{corpus}-c",
-          "target >= 5" if corpus == "html" else "")
-    ratio(f"parse {corpus}: twin / Cython", f"parse-{corpus}-py", f"parse-{corpus}-c",
-          "target >= 10" if corpus == "html" else "")
+    ratio(
+        f"stream {corpus}: twin / Cython",
+        f"stream-{corpus}-py",
+        f"stream-{corpus}-c",
+        "target >= 5" if corpus == "html" else "",
+    )
+    ratio(
+        f"parse {corpus}: twin / Cython",
+        f"parse-{corpus}-py",
+        f"parse-{corpus}-c",
+        "target >= 10" if corpus == "html" else "",
+    )
 for corpus in ("calls", "deepseek", "html"):
     ratio(f"feed per {corpus} delta (Cython) / list.append", f"stream-{corpus}-c", f"append-{corpus}")
 ratio("1-char deltas in one block: 1 MiB / 256 KiB (linear = 4)", "block-1m", "block-256k", "target ~ 4")
 for corpus in CORPORA:
-    ratio(f"stream {corpus}: all default dialects / Hermes+DeepSeek only (Cython)", f"stream-{corpus}-c",
-          f"core-stream-{corpus}-c", "target <= 1.5")
-    ratio(f"parse {corpus}: all default dialects / Hermes+DeepSeek only (Cython)", f"parse-{corpus}-c",
-          f"core-parse-{corpus}-c", "target <= 1.5")
+    ratio(
+        f"stream {corpus}: all default dialects / Hermes+DeepSeek only (Cython)",
+        f"stream-{corpus}-c",
+        f"core-stream-{corpus}-c",
+        "target <= 1.5",
+    )
+    ratio(
+        f"parse {corpus}: all default dialects / Hermes+DeepSeek only (Cython)",
+        f"parse-{corpus}-c",
+        f"core-parse-{corpus}-c",
+        "target <= 1.5",
+    )
 CORE = ("hermes", "deepseek")
 
 

@@ -25,32 +25,62 @@ from .conftest import BEST, ratio
 
 IMPLS = {"c": _scan_c, "py": _scan_py}
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-WORDS = "the model answered with a short plan then looked up the weather in paris and oslo".split()
+WORDS = [
+    "the",
+    "model",
+    "answered",
+    "with",
+    "a",
+    "short",
+    "plan",
+    "then",
+    "looked",
+    "up",
+    "the",
+    "weather",
+    "in",
+    "paris",
+    "and",
+    "oslo",
+]
 N = 2000
 
 
 def _chunk(i, content):
-    return {"id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "object": "chat.completion.chunk", "created": 1741570283,
-            "model": "gpt-4o-2024-08-06", "system_fingerprint": "fp_eb9dce56a8",
-            "choices": [{"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}]}
+    return {
+        "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+        "object": "chat.completion.chunk",
+        "created": 1741570283,
+        "model": "gpt-4o-2024-08-06",
+        "system_fingerprint": "fp_eb9dce56a8",
+        "choices": [{"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}],
+    }
 
 
 CHUNKS = [_chunk(i, " " + WORDS[i % len(WORDS)]) for i in range(N)]
 RAW = [json.dumps(c, separators=(",", ":")).encode() for c in CHUNKS]  # ~250 bytes each
 EVENTS = [b"data: " + r + b"\n\n" for r in RAW]
 STREAM = b"".join(EVENTS)
-READS = [STREAM[i:i + 4096] for i in range(0, len(STREAM), 4096)]
+READS = [STREAM[i : i + 4096] for i in range(0, len(STREAM), 4096)]
 # A call first: from then on the choice is active and every event is decoded.
-AFTER_CALL = b"".join([b"data: " + json.dumps(_chunk(0, '<tool_call>{"name": "f", "arguments": {}}</tool_call>'))
-                      .encode() + b"\n\n", *EVENTS])
+AFTER_CALL = b"".join(
+    [
+        b"data: " + json.dumps(_chunk(0, '<tool_call>{"name": "f", "arguments": {}}</tool_call>')).encode() + b"\n\n",
+        *EVENTS,
+    ]
+)
 
 ratio("recover_stream per untouched chunk (Cython) / json.loads", "chunks-c", "json-loads", "target <= 0.3")
 ratio("recover_stream per untouched chunk (twin) / json.loads", "chunks-py", "json-loads", "target <= 0.3")
 ratio("SSERecovery per untouched event, 1 event per feed / json.loads", "sse-events-c", "json-loads", "target <= 0.3")
 ratio("SSERecovery per untouched event, 4 KiB reads / json.loads", "sse-reads-c", "json-loads", "target <= 0.3")
 ratio("SSERecovery per event once a call was seen (decoded) / json.loads", "sse-decoded-c", "json-loads")
-ratio("SSERecovery, one event fed byte by byte: 256 KiB / 64 KiB (linear = 4)", "sse-bytewise-256k",
-      "sse-bytewise-64k", "target ~ 4")
+ratio(
+    "SSERecovery, one event fed byte by byte: 256 KiB / 64 KiB (linear = 4)",
+    "sse-bytewise-256k",
+    "sse-bytewise-64k",
+    "target ~ 4",
+)
 ratio("proxy / direct: streamed, 40 events 2 ms apart (median)", "proxy-paced", "direct-paced", "target <= 1.10")
 ratio("proxy / direct: streamed, 4000 events unpaced (median)", "proxy-bulk", "direct-bulk")
 ratio("proxy / direct: non-streamed with a call to recover (median)", "proxy-json", "direct-json")
@@ -93,13 +123,13 @@ def test_sse_network_reads(bench):
 
 
 def test_sse_every_event_decoded(bench):
-    bench("sse-decoded-c", _sse, [AFTER_CALL[i:i + 4096] for i in range(0, len(AFTER_CALL), 4096)])
+    bench("sse-decoded-c", _sse, [AFTER_CALL[i : i + 4096] for i in range(0, len(AFTER_CALL), 4096)])
 
 
 def _bytewise(size):
     """A plain event (its shape is remembered), then one of ``size`` bytes of text, byte by byte."""
     event = b"data: " + json.dumps(_chunk(0, "x" * size)).encode() + b"\n\n"
-    return [EVENTS[0]] + [event[i:i + 1] for i in range(len(event))]
+    return [EVENTS[0]] + [event[i : i + 1] for i in range(len(event))]
 
 
 @pytest.mark.parametrize(("name", "size"), [("sse-bytewise-64k", 64 * 1024), ("sse-bytewise-256k", 256 * 1024)])
@@ -131,8 +161,9 @@ def servers():
     with tempfile.NamedTemporaryFile("w+") as up_log, tempfile.NamedTemporaryFile("w+") as proxy_log:
         upstream, up_url = _spawn(["-m", "tests.gateway_support.upstream"], up_log)
         try:
-            proxy, proxy_url = _spawn(["-m", "textcalls", "proxy", "--upstream", up_url, "--listen", "127.0.0.1:0"],
-                                      proxy_log)
+            proxy, proxy_url = _spawn(
+                ["-m", "textcalls", "proxy", "--upstream", up_url, "--listen", "127.0.0.1:0"], proxy_log
+            )
             try:
                 yield up_url, proxy_url
             finally:
@@ -155,8 +186,12 @@ def _client(url):
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
 
     def request(body):
-        conn.request("POST", "/v1/chat/completions", body=body,
-                     headers={"Content-Type": "application/json", "Authorization": "Bearer sk-bench"})
+        conn.request(
+            "POST",
+            "/v1/chat/completions",
+            body=body,
+            headers={"Content-Type": "application/json", "Authorization": "Bearer sk-bench"},
+        )
         response = conn.getresponse()
         data = response.read()
         assert response.status == 200, data

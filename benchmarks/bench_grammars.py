@@ -1,6 +1,6 @@
 """Body grammars on adversarial bodies: time must grow linearly with the body.
 
-    python -m pytest benchmarks/bench_grammars.py --benchmark-only -q
+python -m pytest benchmarks/bench_grammars.py --benchmark-only -q
 """
 
 import pytest
@@ -18,10 +18,14 @@ ADVERSARIAL = {
     "qwen3-stray-closers": (qwen3_xml, lambda n: "<function=f>\n<parameter=a>\n" + "</parameter>x" * n),
     "glm-unclosed-values": (glm, lambda n: "f" + "<arg_key>a</arg_key><arg_value>x" * n),
     "minimax-attributes": (minimax_m2, lambda n: "<invoke " + 'a="' * n + ">"),
-    "dsml-unclosed-params": (dsml, lambda n: f'<{B}DSML{B}invoke name="f">'
-                             + f'<{B}DSML{B}parameter name="p" string="true">v' * n),
-    "step3-stray-closers": (step3, lambda n: '<steptml:invoke name="f"><steptml:parameter name="p">'
-                            + "</steptml:parameter>x" * n),
+    "dsml-unclosed-params": (
+        dsml,
+        lambda n: f'<{B}DSML{B}invoke name="f">' + f'<{B}DSML{B}parameter name="p" string="true">v' * n,
+    ),
+    "step3-stray-closers": (
+        step3,
+        lambda n: '<steptml:invoke name="f"><steptml:parameter name="p">' + "</steptml:parameter>x" * n,
+    ),
     "relaxed-json-dense": (None, lambda n: "{a: 1, " * n + "}"),
 }
 for name in ADVERSARIAL:

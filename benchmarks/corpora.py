@@ -2,10 +2,58 @@
 
 import random
 
-WORDS = ("the model answered with a short plan then looked up the weather in paris and oslo before "
-         "writing a careful summary of what it found for the user who asked about travel next week").split()
-HTML_BITS = ['<div class="row">', "</div>", "<p>", "</p>", "<span>", "if (a < b && c > d) {", "x <= y", "</span>",
-             "<br/>", "<code>vec<int></code>", "a<b", "<tool_calls> are listed", "<li>", "</li>"]
+WORDS = [
+    "the",
+    "model",
+    "answered",
+    "with",
+    "a",
+    "short",
+    "plan",
+    "then",
+    "looked",
+    "up",
+    "the",
+    "weather",
+    "in",
+    "paris",
+    "and",
+    "oslo",
+    "before",
+    "writing",
+    "a",
+    "careful",
+    "summary",
+    "of",
+    "what",
+    "it",
+    "found",
+    "for",
+    "the",
+    "user",
+    "who",
+    "asked",
+    "about",
+    "travel",
+    "next",
+    "week",
+]
+HTML_BITS = [
+    '<div class="row">',
+    "</div>",
+    "<p>",
+    "</p>",
+    "<span>",
+    "if (a < b && c > d) {",
+    "x <= y",
+    "</span>",
+    "<br/>",
+    "<code>vec<int></code>",
+    "a<b",
+    "<tool_calls> are listed",
+    "<li>",
+    "</li>",
+]
 SIZE = 64 * 1024
 
 
@@ -36,7 +84,10 @@ def calls(size=SIZE):
     rng = random.Random(3)
     out, n, i = [], 0, 0
     while n < size:
-        piece = _prose(rng, 400) + f'\n<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "c{i}", "days": {i % 7}}}}}\n</tool_call>\n'
+        piece = (
+            _prose(rng, 400)
+            + f'\n<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "c{i}", "days": {i % 7}}}}}\n</tool_call>\n'
+        )
         out.append(piece)
         n += len(piece)
         i += 1
@@ -47,8 +98,10 @@ def deepseek(size=SIZE):
     rng = random.Random(4)
     out, n, i = [], 0, 0
     while n < size:
-        piece = (_prose(rng, 400) + "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
-                 f'{{"city": "c{i}"}}<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+        piece = (
+            _prose(rng, 400) + "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+            f'{{"city": "c{i}"}}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+        )
         out.append(piece)
         n += len(piece)
         i += 1
@@ -61,6 +114,6 @@ def deltas(text, lo=1, hi=6, seed=5):
     out, i = [], 0
     while i < len(text):
         k = rng.randint(lo, hi)
-        out.append(text[i:i + k])
+        out.append(text[i : i + k])
         i += k
     return out

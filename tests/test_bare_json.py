@@ -40,36 +40,57 @@ CALLS = [
     (CALL, "", [("get_weather", W)]),
     ('  \n{"name": "get_weather", "parameters": {"city": "Paris"}}\n\n', "", [("get_weather", W)]),
     ('{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}', "", [("get_weather", W)]),
-    ('{"type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}', "",
-     [("get_weather", W)]),
-    ('{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}', "",
-     [("get_weather", W)]),
+    (
+        '{"type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}',
+        "",
+        [("get_weather", W)],
+    ),
+    (
+        '{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}',
+        "",
+        [("get_weather", W)],
+    ),
     ('{"type": "function", "name": "get_weather", "parameters": {"city": "Paris"}}', "", [("get_weather", W)]),
     ('{"id": "c1", "type": "function", "function": {"name": "now", "arguments": null}}', "", [("now", {})]),
-    ('[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "now", "arguments": {}}]', "",
-     [("get_weather", W), ("now", {})]),
-    ('{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "now", "parameters": {}}', "",
-     [("get_weather", W), ("now", {})]),
+    (
+        '[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "now", "arguments": {}}]',
+        "",
+        [("get_weather", W), ("now", {})],
+    ),
+    (
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "now", "parameters": {}}',
+        "",
+        [("get_weather", W), ("now", {})],
+    ),
     ("```json\n" + CALL + "\n```", "", [("get_weather", W)]),
     ("```\n" + CALL + "\n```\n\n", "", [("get_weather", W)]),
     ("````json\n[" + CALL + "]\n````", "", [("get_weather", W)]),
     # the leading part: the call on its own line(s), then a line break and content (scanned as usual)
     (CALL + "\nI will check the weather.", "I will check the weather.", [("get_weather", W)]),
     (CALL + "  \r\n\nDone.", "Done.", [("get_weather", W)]),
-    (CALL + '\nAnd <tool_call>{"name": "now", "arguments": {}}</tool_call> too', "And  too",
-     [("get_weather", W), ("now", {})]),
+    (
+        CALL + '\nAnd <tool_call>{"name": "now", "arguments": {}}</tool_call> too',
+        "And  too",
+        [("get_weather", W), ("now", {})],
+    ),
     # the trailing part: content, then the calls from a line start to the end of the message
     ("I will check the weather.\n" + CALL, "I will check the weather.", [("get_weather", W)]),
     ("Let me look.\n\n" + CALL + "  \n\n", "Let me look.", [("get_weather", W)]),
-    ('Checking:\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}', "Checking:",
-     [("get_weather", W)]),
+    (
+        'Checking:\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}',
+        "Checking:",
+        [("get_weather", W)],
+    ),
     ("Both:\n" + CALL + '\n\n{"name": "now", "arguments": {}}', "Both:", [("get_weather", W), ("now", {})]),
     ("Both:\r\n" + CALL + '; {"name": "now", "parameters": {}}\r\n', "Both:", [("get_weather", W), ("now", {})]),
     ("A\n   [" + CALL + "]", "A", [("get_weather", W)]),  # up to 3 spaces before it
     ("<think>The user wants Paris.</think>\n\n" + CALL, "", [("get_weather", W)]),
     (CALL + '\nthen\n{"name": "now", "arguments": {}}', "then", [("get_weather", W), ("now", {})]),
-    ('Data: {"a": 1}\n{"type": "function", "function": {"name": "now", "arguments": "{}"}}', 'Data: {"a": 1}',
-     [("now", {})]),
+    (
+        'Data: {"a": 1}\n{"type": "function", "function": {"name": "now", "arguments": "{}"}}',
+        'Data: {"a": 1}',
+        [("now", {})],
+    ),
     ('<tool_call>{"name": "now", "arguments": {}}</tool_call>\n' + CALL, "", [("now", {}), ("get_weather", W)]),
     ('{"name": "get_weather", "arguments": {"city": "a}b\\"{"}}\nok', "ok", [("get_weather", {"city": 'a}b"{'})]),
 ]
@@ -173,7 +194,7 @@ def test_a_held_end_is_released_as_soon_as_it_cannot_be_a_call(impl):
     assert s.feed("More.") == CALL + "\n\nMore."  # content after it: it was text
     assert s.flush() == "" and s.calls == []
     s = impl.StreamScrubber(tools=TOOLS)
-    assert s.feed("Hi\n{\"quer") == "Hi\n"  # a key a call may have? not yet known
+    assert s.feed('Hi\n{"quer') == "Hi\n"  # a key a call may have? not yet known
     assert s.feed('ies": 1') == '{"queries": 1'  # no call has this key: text at once, before the value ends
     s = impl.StreamScrubber(tools=TOOLS)
     assert s.feed('Hi\n{"abcdefghij') == "Hi\n" and s.feed("k") == '{"abcdefghijk'  # longer than any call key
@@ -248,8 +269,9 @@ def test_reasoning_started_streams_do_not_take_a_bare_start(impl, tc):
     assert parsed.calls == [] and parsed.content == "ok"
 
 
-SPLIT_TEXT = st.lists(st.sampled_from([c[0] for c in CALLS] + NEGATIVE + [" ", "\n", "ok", "```"]),
-                      min_size=1, max_size=3).map("".join)
+SPLIT_TEXT = st.lists(
+    st.sampled_from([c[0] for c in CALLS] + NEGATIVE + [" ", "\n", "ok", "```"]), min_size=1, max_size=3
+).map("".join)
 
 
 @pytest.mark.parametrize("mod", IMPLS)
@@ -267,7 +289,8 @@ def test_any_split_equals_one_feed(mod, data, text, max_block):
 def test_twin_agrees(data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20).map(sorted))
     assert feed_in_pieces(IMPLS[0].values[0], text, cuts, tools=TOOLS) == feed_in_pieces(
-        _scan_py, text, cuts, tools=TOOLS)
+        _scan_py, text, cuts, tools=TOOLS
+    )
 
 
 # --- through the gateway helpers --------------------------------------------------------------------
@@ -276,15 +299,21 @@ def test_twin_agrees(data, text):
 def ch(content=None, *, finish=None, index=0, **delta):
     if content is not None:
         delta["content"] = content
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def _out(chunks):
     ds = [c["delta"] for chunk in chunks for c in chunk["choices"]]
     text = "".join(d.get("content") or "" for d in ds)
-    entries = [(t["function"]["name"], json.loads(t["function"]["arguments"]))
-               for d in ds for t in d.get("tool_calls") or []]
+    entries = [
+        (t["function"]["name"], json.loads(t["function"]["arguments"])) for d in ds for t in d.get("tool_calls") or []
+    ]
     finish = [c["finish_reason"] for chunk in chunks for c in chunk["choices"] if c["finish_reason"]]
     return text, entries, finish
 
@@ -292,7 +321,7 @@ def _out(chunks):
 @pytest.mark.parametrize("code_fences", [True, False])
 def test_recover_stream(impl, code_fences):
     text = CALL + "\nChecking now."
-    pieces = [ch("", role="assistant")] + [ch(text[k:k + 5]) for k in range(0, len(text), 5)] + [ch(finish="stop")]
+    pieces = [ch("", role="assistant")] + [ch(text[k : k + 5]) for k in range(0, len(text), 5)] + [ch(finish="stop")]
     out = list(recover_stream(pieces, native=True, has_tools=True, tools=TOOLS, code_fences=code_fences))
     text_out, entries, finish = _out(out)
     assert text_out.strip() == "Checking now." and entries == [("get_weather", W)] and finish == ["tool_calls"]
@@ -326,10 +355,12 @@ def test_blank_first_chunks_then_text_then_json(impl, code_fences, first):
 def test_sse_any_read_size(impl, code_fences, reads):
     for first, expected in [("  ", [("get_weather", W)]), ("Hi", [])]:
         text = first + CALL + "\nok"
-        events = b"".join(b"data: " + json.dumps(ch(text[k:k + 4])).encode() + b"\n\n" for k in range(0, len(text), 4))
+        events = b"".join(
+            b"data: " + json.dumps(ch(text[k : k + 4])).encode() + b"\n\n" for k in range(0, len(text), 4)
+        )
         events += b"data: " + json.dumps(ch(finish="stop")).encode() + b"\n\ndata: [DONE]\n\n"
         sse = SSERecovery(native=True, has_tools=True, tools=TOOLS, code_fences=code_fences)
-        raw = b"".join(sse.feed(events[k:k + reads]) for k in range(0, len(events), reads)) + sse.close()
+        raw = b"".join(sse.feed(events[k : k + reads]) for k in range(0, len(events), reads)) + sse.close()
         chunks = [json.loads(line[6:]) for line in raw.decode().split("\n\n") if line.startswith("data: {")]
         got, entries, _ = _out(chunks)
         assert entries == expected and got.strip() == ("ok" if expected else text)
@@ -337,22 +368,31 @@ def test_sse_any_read_size(impl, code_fences, reads):
 
 def test_not_offered_passes_through_the_stream(impl):
     text = '{"name": "search", "arguments": {}}'
-    out = list(recover_stream([ch(text[:7]), ch(text[7:]), ch(finish="stop")], native=True, has_tools=True,
-                              tools=TOOLS))
+    out = list(
+        recover_stream([ch(text[:7]), ch(text[7:]), ch(finish="stop")], native=True, has_tools=True, tools=TOOLS)
+    )
     assert _out(out) == (text, [], ["stop"])
 
 
 def test_sse_and_response_bytes(impl):
     text = "```json\n" + CALL + "\n```"
-    events = b"".join(b"data: " + json.dumps(ch(text[k:k + 7])).encode() + b"\n\n" for k in range(0, len(text), 7))
+    events = b"".join(b"data: " + json.dumps(ch(text[k : k + 7])).encode() + b"\n\n" for k in range(0, len(text), 7))
     events += b"data: " + json.dumps(ch(finish="stop")).encode() + b"\n\ndata: [DONE]\n\n"
     sse = SSERecovery(native=True, has_tools=True, tools=TOOLS)
     raw = sse.feed(events) + sse.close()
     chunks = [json.loads(line[6:]) for line in raw.decode().split("\n\n") if line.startswith("data: {")]
     text_out, entries, finish = _out(chunks)
     assert text_out == "" and entries == [("get_weather", W)] and finish == ["tool_calls"]
-    body = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "\n" + CALL}, "finish_reason": "stop"}]}).encode()
+    body = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "\n" + CALL}, "finish_reason": "stop"}
+            ],
+        }
+    ).encode()
     new = json.loads(recover_response_bytes(body, native=True, has_tools=True, tools=TOOLS))
     choice = new["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
@@ -363,9 +403,15 @@ def test_sse_and_response_bytes(impl):
     assert recover_response_bytes(escaped, native=True, has_tools=True, tools=TOOLS) is not escaped
 
 
-GATEWAY_TEXT = st.lists(st.sampled_from([c[0] for c in CALLS[:6]] + NEGATIVE[:6] + [
-    " ", "    ", "\n", "\r", "\t", "Hi", "ok {", "[x]", "```", "<tool_call>" + CALL + "</tool_call>"]),
-    min_size=1, max_size=4).map("".join)
+GATEWAY_TEXT = st.lists(
+    st.sampled_from(
+        [c[0] for c in CALLS[:6]]
+        + NEGATIVE[:6]
+        + [" ", "    ", "\n", "\r", "\t", "Hi", "ok {", "[x]", "```", "<tool_call>" + CALL + "</tool_call>"]
+    ),
+    min_size=1,
+    max_size=4,
+).map("".join)
 
 
 @pytest.mark.parametrize("mod", IMPLS)
@@ -378,7 +424,7 @@ def test_chunk_and_sse_streams_agree_with_parse(monkeypatch, mod, data, text, co
 
     monkeypatch.setattr(_scan, "impl", mod)
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8).map(sorted))
-    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=False)]
     chunks = [ch("", role="assistant")] + [ch(p) for p in pieces] + [ch(finish="stop")]
     options = {"tools": TOOLS, "code_fences": code_fences}
     p = parse(text, **options)
@@ -388,6 +434,6 @@ def test_chunk_and_sse_streams_agree_with_parse(monkeypatch, mod, data, text, co
     events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
     reads = data.draw(st.sampled_from([1, 5, 64, 1 << 16]))
     sse = SSERecovery(native=True, has_tools=True, **options)
-    raw = b"".join(sse.feed(events[k:k + reads]) for k in range(0, len(events), reads)) + sse.close()
+    raw = b"".join(sse.feed(events[k : k + reads]) for k in range(0, len(events), reads)) + sse.close()
     got, entries, _ = _out([json.loads(line[6:]) for line in raw.decode().split("\n\n") if line.startswith("data: {")])
     assert (got.strip(), entries) == expected

@@ -230,7 +230,7 @@ def test_v3_relaxed_arguments():
     [
         '\nf\n```json\n{"a": 1}\n```',  # the first line is the name: here empty
         "f\n```json\n[1]\n```",
-        "f\n```json\n{\"a\": 1\n```",
+        'f\n```json\n{"a": 1\n```',
         "f\nnot json",
         'f\n```json\n{"a": 1}',  # unclosed fence
     ],
@@ -252,8 +252,26 @@ def test_deepseek_without_separator():
 # --- properties ------------------------------------------------------------------------
 
 FRAGMENTS = [
-    SEP, '{"name": "f"', '"arguments":', "name:", "{", "}", "[", "]", ",", ":", '"', "'", "<|\"|>",
-    "\n", " ", "```json\n", "\n```", "f", "1", "\\",
+    SEP,
+    '{"name": "f"',
+    '"arguments":',
+    "name:",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    '"',
+    "'",
+    '<|"|>',
+    "\n",
+    " ",
+    "```json\n",
+    "\n```",
+    "f",
+    "1",
+    "\\",
 ]
 bodies = st.one_of(st.text(), st.lists(st.sampled_from(FRAGMENTS)).map("".join))
 
@@ -276,4 +294,4 @@ def test_deep_nesting_is_none():
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
 def test_non_json_numbers_make_the_block_malformed(value):
     # json.loads accepts these, but arguments must be JSON text: OpenAI clients reject NaN.
-    assert call_from_block(HERMES, '{"name": "f", "arguments": {"x": ' + value + '}}') is None
+    assert call_from_block(HERMES, '{"name": "f", "arguments": {"x": ' + value + "}}") is None

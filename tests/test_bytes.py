@@ -15,9 +15,14 @@ def body(content, *, tool_calls=None, compact=False):
     message = {"role": "assistant", "content": content}
     if tool_calls is not None:
         message["tool_calls"] = tool_calls
-    response = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
-                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}
+    response = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+    }
     return json.dumps(response, separators=(",", ":") if compact else None, ensure_ascii=False).encode()
 
 
@@ -37,18 +42,29 @@ def test_markup_is_recovered_and_reserialised_compactly(impl):
     call = response["choices"][0]["message"]["tool_calls"][0]
     assert response["choices"][0] == {
         "index": 0,
-        "message": {"role": "assistant", "content": "Let me check.  Done.", "tool_calls": [
-            {"id": call["id"], "type": "function",
-             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        "message": {
+            "role": "assistant",
+            "content": "Let me check.  Done.",
+            "tool_calls": [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         "logprobs": None,
         "finish_reason": "tool_calls",
     }
-    assert out == (
-        '{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":'
-        '{"role":"assistant","content":"Let me check.  Done.","tool_calls":[{"id":"' + call["id"] + '","type":'
-        '"function","function":{"name":"get_weather","arguments":"{\\"city\\": \\"Paris\\"}"}}]},"logprobs":null,'
-        '"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}'
-    ).encode()
+    assert (
+        out
+        == (
+            '{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":'
+            '{"role":"assistant","content":"Let me check.  Done.","tool_calls":[{"id":"' + call["id"] + '","type":'
+            '"function","function":{"name":"get_weather","arguments":"{\\"city\\": \\"Paris\\"}"}}]},"logprobs":null,'
+            '"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}'
+        ).encode()
+    )
 
 
 def test_json_escaped_markup_is_found(impl):
@@ -108,16 +124,19 @@ def test_native_gate_leaves_a_choice_with_structured_calls(impl):
     assert [t["function"]["name"] for t in out["choices"][0]["message"]["tool_calls"]] == ["s", "get_weather"]
 
 
-@pytest.mark.parametrize("data", [
-    b"<tool_call> not json",
-    b'{"error": {"message": "bad <tool_call>"}}',
-    b'["<tool_call>"]',
-    b'{"choices": "<tool_call>"}',
-    b'{"choices": [{"message": "<tool_call>"}]}',
-    b'{"choices": [{"message": {"content": "<tool_call>", "tool_calls": 5}}]}',
-    b"\xff<tool_call>",
-    b"[" * 100000 + b"<tool_call>",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<tool_call> not json",
+        b'{"error": {"message": "bad <tool_call>"}}',
+        b'["<tool_call>"]',
+        b'{"choices": "<tool_call>"}',
+        b'{"choices": [{"message": "<tool_call>"}]}',
+        b'{"choices": [{"message": {"content": "<tool_call>", "tool_calls": 5}}]}',
+        b"\xff<tool_call>",
+        b"[" * 100000 + b"<tool_call>",
+    ],
+)
 def test_bodies_that_are_not_completions_come_back_as_they_are(impl, data):
     assert recover_response_bytes(data, native=True, has_tools=True) is data
 

@@ -21,8 +21,10 @@ def test_recover_plain_text_from_a_file(impl, tmp_path, capsys):
 
 
 def test_recover_a_completion_json(impl, tmp_path, capsys):
-    response = {"object": "chat.completion", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": TEXT}, "finish_reason": "stop"}]}
+    response = {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": TEXT}, "finish_reason": "stop"}],
+    }
     path = tmp_path / "resp.json"
     path.write_text(json.dumps(response), encoding="utf-8")
     assert main(["recover", str(path)]) == 0
@@ -33,8 +35,14 @@ def test_recover_a_completion_json(impl, tmp_path, capsys):
 
 
 def test_recover_reads_stdin_via_the_console_entry():
-    proc = subprocess.run([sys.executable, "-m", "textcalls", "recover"], input=TEXT, capture_output=True,
-                          text=True, encoding="utf-8", timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textcalls", "recover"],
+        input=TEXT,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"] == "Sure."
 

@@ -224,7 +224,8 @@ def test_python_keywords_as_argument_names():
 
     calls = pythonic_lines("", 'book_flight(from="SFO", to="NYC", class="eco")', Context())
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [
-        ("book_flight", {"from": "SFO", "to": "NYC", "class": "eco"})]
+        ("book_flight", {"from": "SFO", "to": "NYC", "class": "eco"})
+    ]
     calls = pythonic_list("", "[f(note='from=x', import=1)]", Context())
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("f", {"note": "from=x", "import": 1})]
 

@@ -55,7 +55,9 @@ def items(result):
 class TestQwen3Xml:
     def test_one_call_two_parameters(self):
         body = "\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n"
-        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("get_weather", {"city": "Paris", "unit": "celsius"})]
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [
+            ("get_weather", {"city": "Paris", "unit": "celsius"})
+        ]
 
     def test_several_functions_in_one_body(self):
         body = (
@@ -99,7 +101,9 @@ class TestQwen3Xml:
         assert calls(qwen3_xml("<tool_call>", body, TOOLS)) == [("search", expected)]
 
     def test_values_that_do_not_fit_the_schema_stay_strings(self):
-        body = "<function=search>\n<parameter=limit>\nfive\n</parameter>\n<parameter=tags>\n{}\n</parameter>\n</function>"
+        body = (
+            "<function=search>\n<parameter=limit>\nfive\n</parameter>\n<parameter=tags>\n{}\n</parameter>\n</function>"
+        )
         assert calls(qwen3_xml("<tool_call>", body, TOOLS)) == [("search", {"limit": "five", "tags": "{}"})]
 
     def test_without_schema_values_are_strings(self):
@@ -108,7 +112,9 @@ class TestQwen3Xml:
 
     def test_exactly_one_newline_is_trimmed_each_side(self):
         body = "<function=write>\n<parameter=code>\n\n    indented\n\n</parameter>\n<parameter=s>  x  </parameter>\n</function>"
-        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("write", {"code": "\n    indented\n", "s": "  x  "})]
+        assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [
+            ("write", {"code": "\n    indented\n", "s": "  x  "})
+        ]
 
     def test_multiline_value(self):
         body = "<function=write>\n<parameter=text>\nline 1\nline 2\n</parameter>\n</function>"
@@ -136,11 +142,7 @@ class TestQwen3Xml:
         assert calls(qwen3_xml("<tool_call>", "<function=f>\n<parameter=a>\n1\n", NO_TOOLS)) == [("f", {"a": "1"})]
 
     def test_closing_tag_inside_a_value_is_text(self):
-        body = (
-            "<function=write>\n<parameter=content>\n"
-            "s = '</parameter>' + x\n"
-            "</parameter>\n</function>"
-        )
+        body = "<function=write>\n<parameter=content>\ns = '</parameter>' + x\n</parameter>\n</function>"
         assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("write", {"content": "s = '</parameter>' + x"})]
 
     def test_parameter_tag_inside_a_line_is_text(self):
@@ -360,9 +362,13 @@ class TestDsml:
     def test_v32_two_invokes(self):
         body = (
             "\n"
-            + dsml_invoke("get_weather", dsml_param("location", "杭州", "true"), dsml_param("date", "2024-01-16", "true"))
+            + dsml_invoke(
+                "get_weather", dsml_param("location", "杭州", "true"), dsml_param("date", "2024-01-16", "true")
+            )
             + "\n"
-            + dsml_invoke("get_weather", dsml_param("location", "北京", "true"), dsml_param("date", "2024-01-16", "true"))
+            + dsml_invoke(
+                "get_weather", dsml_param("location", "北京", "true"), dsml_param("date", "2024-01-16", "true")
+            )
             + "\n"
         )
         assert calls(dsml(f"<{B}DSML{B}function_calls>", body, NO_TOOLS)) == [
@@ -390,7 +396,9 @@ class TestDsml:
     def test_string_true_is_verbatim(self):
         body = dsml_invoke("search", dsml_param("limit", "5", "true"), dsml_param("query", "\n  padded \n", "true"))
         # even where the schema says integer, and with its newlines
-        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, TOOLS)) == [("search", {"limit": "5", "query": "\n  padded \n"})]
+        assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, TOOLS)) == [
+            ("search", {"limit": "5", "query": "\n  padded \n"})
+        ]
 
     def test_without_string_attribute_the_schema_types(self):
         body = dsml_invoke("search", dsml_param("limit", "5"), dsml_param("query", "\nq\n"))
@@ -447,8 +455,12 @@ class TestStep3:
             '<steptml:parameter name="limit">10</steptml:parameter>\n'
             "</steptml:invoke>"
         )
-        assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [("search", {"query": "rust programming", "limit": "10"})]
-        assert calls(step3("<｜tool_call_begin｜>", body, TOOLS)) == [("search", {"query": "rust programming", "limit": 10})]
+        assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [
+            ("search", {"query": "rust programming", "limit": "10"})
+        ]
+        assert calls(step3("<｜tool_call_begin｜>", body, TOOLS)) == [
+            ("search", {"query": "rust programming", "limit": 10})
+        ]
 
     def test_schema_types_values(self):
         body = (
@@ -467,7 +479,9 @@ class TestStep3:
         assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [("f", {"p": "v"})]
 
     def test_separator_inside_a_value_is_text(self):
-        body = '<steptml:invoke name="f"><steptml:parameter name="p">a<｜tool_sep｜>b</steptml:parameter></steptml:invoke>'
+        body = (
+            '<steptml:invoke name="f"><steptml:parameter name="p">a<｜tool_sep｜>b</steptml:parameter></steptml:invoke>'
+        )
         assert calls(step3("<｜tool_call_begin｜>", body, NO_TOOLS)) == [("f", {"p": "a<｜tool_sep｜>b"})]
 
     def test_non_ascii(self):
@@ -493,14 +507,47 @@ class TestStep3:
 
 GRAMMARS = [qwen3_xml, glm, minimax_m2, dsml, step3]
 FRAGMENTS = [
-    "<function=f>", "</function>", "<parameter=p>", "<parameter=>", "</parameter>",
-    "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "\\n",
-    '<invoke name="f">', "<invoke name='g'>", "<invoke>", "</invoke>", '<parameter name="limit">', "</parameter >",
-    f'<{B}DSML{B}invoke name="search">', f"</{B}DSML{B}invoke>", f'<{B}DSML{B}parameter name="p" string="false">',
-    f'<{B}DSML{B}parameter name="q" string="true">', f"</{B}DSML{B}parameter>",
-    "function<｜tool_sep｜>", '<steptml:invoke name="search">', "</steptml:invoke>",
-    '<steptml:parameter name="tags">', "</steptml:parameter>",
-    "search", "\n", " ", "{", "}", "[", "]", '"', "'", "1", "NaN", "=", "<", ">", "東",
+    "<function=f>",
+    "</function>",
+    "<parameter=p>",
+    "<parameter=>",
+    "</parameter>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "\\n",
+    '<invoke name="f">',
+    "<invoke name='g'>",
+    "<invoke>",
+    "</invoke>",
+    '<parameter name="limit">',
+    "</parameter >",
+    f'<{B}DSML{B}invoke name="search">',
+    f"</{B}DSML{B}invoke>",
+    f'<{B}DSML{B}parameter name="p" string="false">',
+    f'<{B}DSML{B}parameter name="q" string="true">',
+    f"</{B}DSML{B}parameter>",
+    "function<｜tool_sep｜>",
+    '<steptml:invoke name="search">',
+    "</steptml:invoke>",
+    '<steptml:parameter name="tags">',
+    "</steptml:parameter>",
+    "search",
+    "\n",
+    " ",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "1",
+    "NaN",
+    "=",
+    "<",
+    ">",
+    "東",
 ]
 markup_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=30).map("".join)
 
@@ -523,8 +570,10 @@ def test_deep_nesting_under_a_schema_stays_a_string():
 
 
 def test_glm_value_without_its_opening_tag_is_not_swallowed_by_the_previous_one():
-    body = ("get-weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
-            "<arg_key>unit</arg_key>\ncelsius</arg_value>\n")
+    body = (
+        "get-weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+        "<arg_key>unit</arg_key>\ncelsius</arg_value>\n"
+    )
     calls = glm("<tool_call>", body, Context())
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get-weather", {"city": "Paris", "unit": "celsius"})]
 
@@ -554,8 +603,10 @@ def dsml_body(value, name="p", tool="f"):
 
 
 def step3_body(value, name="p", tool="f"):
-    return (f'function<｜tool_sep｜><steptml:invoke name="{tool}">\n'
-            f'<steptml:parameter name="{name}">{value}</steptml:parameter>\n</steptml:invoke>')
+    return (
+        f'function<｜tool_sep｜><steptml:invoke name="{tool}">\n'
+        f'<steptml:parameter name="{name}">{value}</steptml:parameter>\n</steptml:invoke>'
+    )
 
 
 LAYOUTS = [
@@ -573,34 +624,37 @@ def value_of(grammar, body, ctx=NO_TOOLS):
 
 
 @pytest.mark.parametrize(("grammar", "make"), LAYOUTS)
-@pytest.mark.parametrize(("raw", "value"), [
-    # the issue's example: the value on its own line, one level deeper than the indented closer
-    ("\n      value\n    ", "value"),
-    # the closer at the value's indentation
-    ("\n    value\n    ", "value"),
-    # tabs, CRLF, spaces after the opening tag before its line break
-    ("\n\t\tvalue\n\t", "value"),
-    ("\r\n    value\r\n    ", "value"),
-    ("   \n    value\n    ", "value"),
-    # whitespace-collapsed pastes: the line break and indentation became one space
-    (" value ", "value"),
-    (" value", "value"),
-    ("value ", "value"),
-    (" a  b ", "a  b"),  # inner spaces kept
-    # a value written on the tag's line keeps what the collapse rule does not name
-    ("value", "value"),
-    ("  value  ", "  value  "),  # two spaces are the value's own
-    (" ", " "),
-    ("  ", "  "),
-    # only whitespace around one line break: empty
-    ("\n", ""),
-    ("\n    ", ""),
-    ("  \n  ", ""),
-    ("\n\n", ""),
-    # the seed's rule still holds where it said something: one line break each side, no more
-    ("\n\n    indented\n\n", "\n    indented\n"),
-    ("\nline 1\nline 2\n", "line 1\nline 2"),
-])
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        # the issue's example: the value on its own line, one level deeper than the indented closer
+        ("\n      value\n    ", "value"),
+        # the closer at the value's indentation
+        ("\n    value\n    ", "value"),
+        # tabs, CRLF, spaces after the opening tag before its line break
+        ("\n\t\tvalue\n\t", "value"),
+        ("\r\n    value\r\n    ", "value"),
+        ("   \n    value\n    ", "value"),
+        # whitespace-collapsed pastes: the line break and indentation became one space
+        (" value ", "value"),
+        (" value", "value"),
+        ("value ", "value"),
+        (" a  b ", "a  b"),  # inner spaces kept
+        # a value written on the tag's line keeps what the collapse rule does not name
+        ("value", "value"),
+        ("  value  ", "  value  "),  # two spaces are the value's own
+        (" ", " "),
+        ("  ", "  "),
+        # only whitespace around one line break: empty
+        ("\n", ""),
+        ("\n    ", ""),
+        ("  \n  ", ""),
+        ("\n\n", ""),
+        # the seed's rule still holds where it said something: one line break each side, no more
+        ("\n\n    indented\n\n", "\n    indented\n"),
+        ("\nline 1\nline 2\n", "line 1\nline 2"),
+    ],
+)
 def test_layout_around_a_value_is_trimmed(grammar, make, raw, value):
     assert value_of(grammar, make(raw)) == value
 
@@ -609,25 +663,28 @@ CODE = "def f():\n    return 1"
 
 
 @pytest.mark.parametrize(("grammar", "make"), LAYOUTS)
-@pytest.mark.parametrize(("raw", "value"), [
-    # the brief's example: the lines at the closer's indentation keep their relative indentation
-    ("\n    def f():\n        return 1\n    ", CODE),
-    # pretty-printed one level deeper than the closer
-    ("\n      def f():\n          return 1\n    ", CODE),
-    # blank lines inside: empty ones stay empty, blank ones lose the common indentation if they start with it
-    ("\n    def f():\n\n        return 1\n    ", "def f():\n\n    return 1"),
-    ("\n    def f():\n  \n        return 1\n    ", "def f():\n  \n    return 1"),  # shorter: kept as it is
-    ("\n    def f():\n          \n        return 1\n    ", "def f():\n      \n    return 1"),
-    # Qwen3-Coder's own layout (tags at column 0): every character of the value is kept
-    ("\n    def f():\n        return 1\n", "    def f():\n        return 1"),
-    # an edit snippet whose first line is deeper than the next: the closer is at column 0, nothing moves
-    ("\n        return 1\n    def g():\n", "        return 1\n    def g():"),
-    # a line that does not start with the closer's indentation: no line is touched
-    ("\n  def f():\nreturn 1\n  ", "  def f():\nreturn 1"),
-    ("\n    a\n   b\n    ", "    a\n   b"),
-    # a first line on the tag's line does not start with the indentation: nothing moves
-    ("def f():\n        return 1\n    ", "def f():\n        return 1"),
-])
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        # the brief's example: the lines at the closer's indentation keep their relative indentation
+        ("\n    def f():\n        return 1\n    ", CODE),
+        # pretty-printed one level deeper than the closer
+        ("\n      def f():\n          return 1\n    ", CODE),
+        # blank lines inside: empty ones stay empty, blank ones lose the common indentation if they start with it
+        ("\n    def f():\n\n        return 1\n    ", "def f():\n\n    return 1"),
+        ("\n    def f():\n  \n        return 1\n    ", "def f():\n  \n    return 1"),  # shorter: kept as it is
+        ("\n    def f():\n          \n        return 1\n    ", "def f():\n      \n    return 1"),
+        # Qwen3-Coder's own layout (tags at column 0): every character of the value is kept
+        ("\n    def f():\n        return 1\n", "    def f():\n        return 1"),
+        # an edit snippet whose first line is deeper than the next: the closer is at column 0, nothing moves
+        ("\n        return 1\n    def g():\n", "        return 1\n    def g():"),
+        # a line that does not start with the closer's indentation: no line is touched
+        ("\n  def f():\nreturn 1\n  ", "  def f():\nreturn 1"),
+        ("\n    a\n   b\n    ", "    a\n   b"),
+        # a first line on the tag's line does not start with the indentation: nothing moves
+        ("def f():\n        return 1\n    ", "def f():\n        return 1"),
+    ],
+)
 def test_code_keeps_its_inner_indentation(grammar, make, raw, value):
     assert value_of(grammar, make(raw)) == value
 
@@ -637,7 +694,9 @@ def test_schema_typing_applies_after_trimming(grammar, make):
     for raw in ("\n      5\n    ", " 5 ", "\n5\n"):
         ((name, args),) = calls(grammar("<opener>", make(raw, name="limit", tool="search"), TOOLS))
         assert (name, args) == ("search", {"limit": 5})
-    ((_, args),) = calls(grammar("<opener>", make('\n      {"lang": "en"}\n    ', name="filters", tool="search"), TOOLS))
+    ((_, args),) = calls(
+        grammar("<opener>", make('\n      {"lang": "en"}\n    ', name="filters", tool="search"), TOOLS)
+    )
     assert args == {"filters": {"lang": "en"}}
     ((_, args),) = calls(grammar("<opener>", make("\n      42\n    ", name="query", tool="search"), TOOLS))
     assert args == {"query": "42"}  # a string parameter stays the trimmed string
@@ -651,16 +710,23 @@ def test_dsml_string_true_stays_verbatim():
 def test_pasted_field_layouts():
     # qwen3_coder-04 in tests/field: values after a space on the parameter's line, no closing tags
     body = "<function=create_new_file>\n<parameter=filepath> test.txt\n<parameter=contents> hello"
-    assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [("create_new_file", {"filepath": "test.txt", "contents": "hello"})]
+    assert calls(qwen3_xml("<tool_call>", body, NO_TOOLS)) == [
+        ("create_new_file", {"filepath": "test.txt", "contents": "hello"})
+    ]
     # deepseek_dsml-01: a V4 block pasted with its line breaks collapsed to single spaces
-    body = (f' <{B}DSML{B}invoke name="terminal"> <{B}DSML{B}parameter name="cwd"> /tmp </{B}DSML{B}parameter>'
-            f' <{B}DSML{B}parameter name="background" string="false">true</{B}DSML{B}parameter> </{B}DSML{B}invoke> ')
+    body = (
+        f' <{B}DSML{B}invoke name="terminal"> <{B}DSML{B}parameter name="cwd"> /tmp </{B}DSML{B}parameter>'
+        f' <{B}DSML{B}parameter name="background" string="false">true</{B}DSML{B}parameter> </{B}DSML{B}invoke> '
+    )
     assert calls(dsml(f"<{B}DSML{B}tool_calls>", body, NO_TOOLS)) == [("terminal", {"cwd": "/tmp", "background": True})]
     # a whole MiniMax block, indented and with a multi-line value
-    body = ('\n  <invoke name="write">\n    <parameter name="path">\n      /tmp/a.py\n    </parameter>\n'
-            '    <parameter name="content">\n      import os\n\n      def f():\n          return os.sep\n    </parameter>\n  </invoke>\n')
+    body = (
+        '\n  <invoke name="write">\n    <parameter name="path">\n      /tmp/a.py\n    </parameter>\n'
+        '    <parameter name="content">\n      import os\n\n      def f():\n          return os.sep\n    </parameter>\n  </invoke>\n'
+    )
     assert calls(minimax_m2("<minimax:tool_call>", body, NO_TOOLS)) == [
-        ("write", {"path": "/tmp/a.py", "content": "import os\n\ndef f():\n    return os.sep"})]
+        ("write", {"path": "/tmp/a.py", "content": "import os\n\ndef f():\n    return os.sep"})
+    ]
 
 
 VALUE_TEXT = st.text(st.characters(blacklist_characters="<", blacklist_categories=("Cs",)), max_size=40)
@@ -674,9 +740,12 @@ def test_qwen_layout_gives_back_every_character(value):
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=VALUE_TEXT.filter(lambda v: v[:1].strip() and not v.endswith("\r")),
-       indent=st.sampled_from(["  ", "    ", "\t", " \t"]), deeper=st.sampled_from(["", "  ", "\t"]),
-       grammar_make=st.sampled_from([(qwen3_xml, qwen_body), (glm, glm_body), (minimax_m2, minimax_body)]))
+@given(
+    value=VALUE_TEXT.filter(lambda v: v[:1].strip() and not v.endswith("\r")),
+    indent=st.sampled_from(["  ", "    ", "\t", " \t"]),
+    deeper=st.sampled_from(["", "  ", "\t"]),
+    grammar_make=st.sampled_from([(qwen3_xml, qwen_body), (glm, glm_body), (minimax_m2, minimax_body)]),
+)
 def test_pretty_printed_layout_gives_back_every_character(value, indent, deeper, grammar_make):
     """A value whose first line starts with a non-space, pretty-printed at any indentation with the
     closer at that indentation or one level less, comes back exactly: relative indentation is kept."""
@@ -688,21 +757,32 @@ def test_pretty_printed_layout_gives_back_every_character(value, indent, deeper,
 
 # The same through the scanners: whole and in any split, on both implementations.
 
+
 def _pretty_blocks():
     code = "\n      def f():\n\n          return 1\n    "
     return [
-        ("Sure.\n<tool_call>\n  <function=write>\n    <parameter=path>\n      /tmp/a.py\n    </parameter>\n"
-         f"    <parameter=content>{code}</parameter>\n  </function>\n</tool_call>"),
-        ("Sure.\n<tool_call>write\n  <arg_key>path</arg_key>\n  <arg_value> /tmp/a.py </arg_value>\n"
-         f"  <arg_key>content</arg_key>\n  <arg_value>{code}</arg_value>\n</tool_call>"),
-        ('Sure.\n<minimax:tool_call>\n  <invoke name="write">\n    <parameter name="path"> /tmp/a.py </parameter>\n'
-         f'    <parameter name="content">{code}</parameter>\n  </invoke>\n</minimax:tool_call>'),
-        (f'Sure.\n<{B}DSML{B}function_calls>\n  <{B}DSML{B}invoke name="write">\n'
-         f'    <{B}DSML{B}parameter name="path">\n      /tmp/a.py\n    </{B}DSML{B}parameter>\n'
-         f'    <{B}DSML{B}parameter name="content">{code}</{B}DSML{B}parameter>\n  </{B}DSML{B}invoke>\n</{B}DSML{B}function_calls>'),
-        ('Sure.\n<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="write">\n'
-         '  <steptml:parameter name="path"> /tmp/a.py </steptml:parameter>\n'
-         f'  <steptml:parameter name="content">{code}</steptml:parameter>\n</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>'),
+        (
+            "Sure.\n<tool_call>\n  <function=write>\n    <parameter=path>\n      /tmp/a.py\n    </parameter>\n"
+            f"    <parameter=content>{code}</parameter>\n  </function>\n</tool_call>"
+        ),
+        (
+            "Sure.\n<tool_call>write\n  <arg_key>path</arg_key>\n  <arg_value> /tmp/a.py </arg_value>\n"
+            f"  <arg_key>content</arg_key>\n  <arg_value>{code}</arg_value>\n</tool_call>"
+        ),
+        (
+            'Sure.\n<minimax:tool_call>\n  <invoke name="write">\n    <parameter name="path"> /tmp/a.py </parameter>\n'
+            f'    <parameter name="content">{code}</parameter>\n  </invoke>\n</minimax:tool_call>'
+        ),
+        (
+            f'Sure.\n<{B}DSML{B}function_calls>\n  <{B}DSML{B}invoke name="write">\n'
+            f'    <{B}DSML{B}parameter name="path">\n      /tmp/a.py\n    </{B}DSML{B}parameter>\n'
+            f'    <{B}DSML{B}parameter name="content">{code}</{B}DSML{B}parameter>\n  </{B}DSML{B}invoke>\n</{B}DSML{B}function_calls>'
+        ),
+        (
+            'Sure.\n<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="write">\n'
+            '  <steptml:parameter name="path"> /tmp/a.py </steptml:parameter>\n'
+            f'  <steptml:parameter name="content">{code}</steptml:parameter>\n</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>'
+        ),
     ]
 
 

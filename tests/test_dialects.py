@@ -15,79 +15,209 @@ P = "Paris"
 WEATHER = {"city": P}
 # (dialect, text, expected content, expected calls)
 CASES = [
-    ("hermes-array", '<tool_call>[{"name":"a","arguments":{"x":1}},{"name":"b","arguments":{}}]</tool_call>', "",
-     [("a", {"x": 1}), ("b", {})]),
-    ("qwen3-coder", "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
-     "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>", "Let me check.",
-     [("get_weather", {"city": P, "days": "3"})]),
-    ("seed-oss", "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
-     "</seed:tool_call>", "", [("get_weather", WEATHER)]),
-    ("glm-4.5", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", "",
-     [("get_weather", WEATHER)]),
-    ("glm-4.7", "ok<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>", "ok",
-     [("get_weather", WEATHER)]),
-    ("deepseek-ascii", "<|tool▁calls▁begin|><|tool▁call▁begin|>function<|tool▁sep|>get_weather\n```json\n"
-     '{"city": "Paris"}\n```<|tool▁call▁end|><|tool▁calls▁end|>', "", [("get_weather", WEATHER)]),
-    ("deepseek-r1-distill", "<｜tool▁calls｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}"
-     "<｜tool▁call▁end｜>", "", [("get_weather", WEATHER)]),
-    ("dsml-v3.2", '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" '
-     'string="true">Paris</｜DSML｜parameter>\n<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
-     "</｜DSML｜invoke>\n</｜DSML｜function_calls>", "", [("get_weather", {"city": P, "days": 3})]),
-    ("dsml-v4", '<｜DSML｜tool_calls><｜DSML｜invoke name="get_weather">{"city": "Paris"}</｜DSML｜invoke>'
-     "</｜DSML｜tool_calls>", "", [("get_weather", WEATHER)]),
-    ("kimi-k2", "Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
-     '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>', "Sure.",
-     [("get_weather", WEATHER)]),
-    ("minimax-m2", '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
-     "</invoke>\n</minimax:tool_call>", "", [("get_weather", WEATHER)]),
-    ("minimax-m1", '<tool_calls>\n{"name": "a", "arguments": {"x": 1}}\n{"name": "b", "arguments": {}}\n</tool_calls>',
-     "", [("a", {"x": 1}), ("b", {})]),
-    ("mistral-v7", '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]', "",
-     [("get_weather", WEATHER)]),
+    (
+        "hermes-array",
+        '<tool_call>[{"name":"a","arguments":{"x":1}},{"name":"b","arguments":{}}]</tool_call>',
+        "",
+        [("a", {"x": 1}), ("b", {})],
+    ),
+    (
+        "qwen3-coder",
+        "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+        "Let me check.",
+        [("get_weather", {"city": P, "days": "3"})],
+    ),
+    (
+        "seed-oss",
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
+        "</seed:tool_call>",
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "glm-4.5",
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "glm-4.7",
+        "ok<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>",
+        "ok",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "deepseek-ascii",
+        "<|tool▁calls▁begin|><|tool▁call▁begin|>function<|tool▁sep|>get_weather\n```json\n"
+        '{"city": "Paris"}\n```<|tool▁call▁end|><|tool▁calls▁end|>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "deepseek-r1-distill",
+        '<｜tool▁calls｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "dsml-v3.2",
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" '
+        'string="true">Paris</｜DSML｜parameter>\n<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        "",
+        [("get_weather", {"city": P, "days": 3})],
+    ),
+    (
+        "dsml-v4",
+        '<｜DSML｜tool_calls><｜DSML｜invoke name="get_weather">{"city": "Paris"}</｜DSML｜invoke>'
+        "</｜DSML｜tool_calls>",
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "kimi-k2",
+        "Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+        "Sure.",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "minimax-m2",
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+        "</invoke>\n</minimax:tool_call>",
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "minimax-m1",
+        '<tool_calls>\n{"name": "a", "arguments": {"x": 1}}\n{"name": "b", "arguments": {}}\n</tool_calls>',
+        "",
+        [("a", {"x": 1}), ("b", {})],
+    ),
+    (
+        "mistral-v7",
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        "",
+        [("get_weather", WEATHER)],
+    ),
     ("mistral-v11", '[TOOL_CALLS]get_weather{"city": "Paris"} done', "done", [("get_weather", WEATHER)]),
     ("mistral-v13", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', "", [("get_weather", WEATHER)]),
-    ("gemma4", '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>', "",
-     [("get_weather", {"city": P, "days": 3})]),
-    ("function-gemma", "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>", "",
-     [("get_weather", WEATHER)]),
+    (
+        "gemma4",
+        '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>',
+        "",
+        [("get_weather", {"city": P, "days": 3})],
+    ),
+    (
+        "function-gemma",
+        "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>",
+        "",
+        [("get_weather", WEATHER)],
+    ),
     ("lfm2", "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>", "", [("get_weather", WEATHER)]),
-    ("olmo3", '<function_calls>get_weather(city="Paris")\nget_time(tz="CET")</function_calls>', "",
-     [("get_weather", WEATHER), ("get_time", {"tz": "CET"})]),
+    (
+        "olmo3",
+        '<function_calls>get_weather(city="Paris")\nget_time(tz="CET")</function_calls>',
+        "",
+        [("get_weather", WEATHER), ("get_time", {"tz": "CET"})],
+    ),
     ("llama4", '<|python_start|>[get_weather(city="Paris")]<|python_end|>', "", [("get_weather", WEATHER)]),
-    ("llama3", '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>', "",
-     [("get_weather", WEATHER)]),
-    ("granite3", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]', "",
-     [("get_weather", WEATHER)]),
-    ("internlm", '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Paris"}}<|action_end|>',
-     "", [("get_weather", WEATHER)]),
-    ("command-r", '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]<|END_ACTION|>',
-     "", [("get_weather", WEATHER)]),
-    ("nemotron", '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</TOOLCALL>', "",
-     [("get_weather", WEATHER)]),
-    ("step3", '<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="get_weather">'
-     '<steptml:parameter name="city">Paris</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>',
-     "", [("get_weather", WEATHER)]),
+    (
+        "llama3",
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "granite3",
+        '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "internlm",
+        '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Paris"}}<|action_end|>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "command-r",
+        '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]<|END_ACTION|>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "nemotron",
+        '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</TOOLCALL>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "step3",
+        '<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="get_weather">'
+        '<steptml:parameter name="city">Paris</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
     ("functionary", '<function=get_weather>{"city": "Paris"}</function>', "", [("get_weather", WEATHER)]),
-    ("function-name-attr", '<function name="get_weather">{"city": "Paris"}</function>', "",
-     [("get_weather", WEATHER)]),
-    ("qwen-without-wrapper", "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>", "",
-     [("get_weather", WEATHER)]),
-    ("longcat", '<longcat_tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</longcat_tool_call>', "",
-     [("get_weather", WEATHER)]),
+    ("function-name-attr", '<function name="get_weather">{"city": "Paris"}</function>', "", [("get_weather", WEATHER)]),
+    (
+        "qwen-without-wrapper",
+        "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>",
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "longcat",
+        '<longcat_tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</longcat_tool_call>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
     ("apertus", '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>', "", [("get_weather", WEATHER)]),
-    ("wrapper-tools", 'x <tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>', "x",
-     [("get_weather", WEATHER)]),
-    ("lmstudio", '[TOOL_REQUEST]{"name": "get_weather", "arguments": {"city": "Paris"}}[END_TOOL_REQUEST]', "",
-     [("get_weather", WEATHER)]),
-    ("bracket-tool-call", '[TOOL_CALL]\n{tool => "get_weather", args => {\n  --city "Paris"\n}}\n[/TOOL_CALL]', "",
-     [("get_weather", WEATHER)]),
-    ("invoke-xml", '<function_calls>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
-     "</invoke>\n</function_calls>", "", [("get_weather", WEATHER)]),
-    ("nemotron-lowercase", '<toolcall>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</toolcall>', "",
-     [("get_weather", WEATHER)]),
-    ("hermes-name-attribute", '<tool_call id="call_0" name="get_weather">{"city": "Paris"}</tool_call>', "",
-     [("get_weather", WEATHER)]),
-    ("llama3-builtin", '<|python_tag|>brave_search.call(query="Paris")<|eom_id|>', "", [("brave_search", {"query": P})]),
+    (
+        "wrapper-tools",
+        'x <tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>',
+        "x",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "lmstudio",
+        '[TOOL_REQUEST]{"name": "get_weather", "arguments": {"city": "Paris"}}[END_TOOL_REQUEST]',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "bracket-tool-call",
+        '[TOOL_CALL]\n{tool => "get_weather", args => {\n  --city "Paris"\n}}\n[/TOOL_CALL]',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "invoke-xml",
+        '<function_calls>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+        "</invoke>\n</function_calls>",
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "nemotron-lowercase",
+        '<toolcall>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</toolcall>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "hermes-name-attribute",
+        '<tool_call id="call_0" name="get_weather">{"city": "Paris"}</tool_call>',
+        "",
+        [("get_weather", WEATHER)],
+    ),
+    (
+        "llama3-builtin",
+        '<|python_tag|>brave_search.call(query="Paris")<|eom_id|>',
+        "",
+        [("brave_search", {"query": P})],
+    ),
 ]
 NEGATIVE = [
     "I list <tool_calls> and </tool_calls> in the docs.",
@@ -113,7 +243,7 @@ def test_dialect_whole_text(impl, tc, dialect, text, content, expected):
 
 
 def test_kimi_keeps_its_call_id(impl, tc):
-    text = dict((c[0], c[1]) for c in CASES)["kimi-k2"]
+    text = {c[0]: c[1] for c in CASES}["kimi-k2"]
     assert [c.id for c in tc.parse(text).calls] == ["functions.get_weather:0"]
 
 
@@ -130,7 +260,7 @@ def test_a_tag_word_alone_is_not_a_glm_call(impl, tc):
 
 
 def test_formats_restricts_the_dialects(impl, tc):
-    text = dict((c[0], c[1]) for c in CASES)["mistral-v11"]
+    text = {c[0]: c[1] for c in CASES}["mistral-v11"]
     assert tc.parse(text, formats=["hermes"]).calls == []
     assert tc.parse(text, formats=["hermes"]).content == text
     assert calls(tc.parse(text, formats=["mistral"])) == [("get_weather", WEATHER)]
@@ -145,20 +275,30 @@ def test_dialects_lists_the_defaults(tc):
     assert set(tc.DIALECTS) >= {"kimi_k2", "minimax_m2", "deepseek_dsml", "gemma4", "olmo3", "lfm2", "step3"}
 
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+        },
+    }
+]
 
 
 def test_tools_type_xml_values(impl, tc):
-    text = dict((c[0], c[1]) for c in CASES)["qwen3-coder"]
+    text = {c[0]: c[1] for c in CASES}["qwen3-coder"]
     assert calls(tc.parse(text, tools=TOOLS)) == [("get_weather", {"city": P, "days": 3})]
 
 
-@pytest.mark.parametrize(("policy", "content", "names"), [
-    ("keep_text", '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call> ok', []),
-    ("drop", "ok", []),
-    ("accept", "ok", ["rm_rf"]),
-])
+@pytest.mark.parametrize(
+    ("policy", "content", "names"),
+    [
+        ("keep_text", '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call> ok', []),
+        ("drop", "ok", []),
+        ("accept", "ok", ["rm_rf"]),
+    ],
+)
 def test_unknown_tools_policy(impl, tc, policy, content, names):
     text = '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call> ok'
     parsed = tc.parse(text, tools=TOOLS, unknown_tools=policy)
@@ -173,7 +313,8 @@ def test_unknown_tools_must_be_a_policy(impl, tc):
 
 
 ALL_TEXT = st.lists(st.sampled_from([c[1] for c in CASES] + NEGATIVE + [" and ", "\n"]), min_size=1, max_size=4).map(
-    "".join)
+    "".join
+)
 
 
 @pytest.mark.parametrize("mod", IMPLS)
@@ -192,19 +333,25 @@ def test_twin_agrees_on_dialect_text(data, text):
     assert feed_in_pieces(IMPLS[0].values[0], text, cuts) == feed_in_pieces(_scan_py, text, cuts)
 
 
-WITH_WHOLE = [name for name, on in __import__("textcalls").DIALECTS.items() if on] + ["json_message", "pythonic_message"]
+WITH_WHOLE = [name for name, on in __import__("textcalls").DIALECTS.items() if on] + [
+    "json_message",
+    "pythonic_message",
+]
 
 
-@pytest.mark.parametrize(("text", "content", "expected"), [
-    (' {"name": "get_weather", "arguments": {"city": "Paris"}}\n', "", [("get_weather", WEATHER)]),
-    ('[{"name": "a", "arguments": {}}, {"name": "b", "parameters": {"x": 2}}]', "", [("a", {}), ("b", {"x": 2})]),
-    ("[get_weather(city='Paris')]", "", [("get_weather", WEATHER)]),
-    ('{"name": "a", "arguments": {}} and more', '{"name": "a", "arguments": {}} and more', []),
-    ('{"note": "not a call"}', '{"note": "not a call"}', []),
-    ("[1, 2, 3]", "[1, 2, 3]", []),
-    ('[TOOL_CALLS]f{"a": 1}', "", [("f", {"a": 1})]),  # not a whole message: the dialects still apply
-    ('Sure. <tool_call>{"name": "f"}</tool_call>', "Sure.", [("f", {})]),
-])
+@pytest.mark.parametrize(
+    ("text", "content", "expected"),
+    [
+        (' {"name": "get_weather", "arguments": {"city": "Paris"}}\n', "", [("get_weather", WEATHER)]),
+        ('[{"name": "a", "arguments": {}}, {"name": "b", "parameters": {"x": 2}}]', "", [("a", {}), ("b", {"x": 2})]),
+        ("[get_weather(city='Paris')]", "", [("get_weather", WEATHER)]),
+        ('{"name": "a", "arguments": {}} and more', '{"name": "a", "arguments": {}} and more', []),
+        ('{"note": "not a call"}', '{"note": "not a call"}', []),
+        ("[1, 2, 3]", "[1, 2, 3]", []),
+        ('[TOOL_CALLS]f{"a": 1}', "", [("f", {"a": 1})]),  # not a whole message: the dialects still apply
+        ('Sure. <tool_call>{"name": "f"}</tool_call>', "Sure.", [("f", {})]),
+    ],
+)
 def test_whole_message_formats_are_opt_in(impl, tc, text, content, expected):
     parsed = tc.parse(text, formats=WITH_WHOLE)
     assert parsed.content == content and calls(parsed) == expected
@@ -218,10 +365,16 @@ def test_whole_message_hold_is_capped_by_max_block(impl, tc):
     assert tc.parse(text, formats=WITH_WHOLE, max_block=len(text) - 1).calls == []
 
 
-WHOLE_TEXT = st.sampled_from([
-    ' {"name": "get_weather", "arguments": {"city": "Paris"}}\n', "[get_weather(city='Paris')]", "  [1, 2]",
-    '{"a": 1} <tool_call>{"name": "f"}</tool_call>', "\n\n plain", '[TOOL_CALLS]f{"a": 1}',
-])
+WHOLE_TEXT = st.sampled_from(
+    [
+        ' {"name": "get_weather", "arguments": {"city": "Paris"}}\n',
+        "[get_weather(city='Paris')]",
+        "  [1, 2]",
+        '{"a": 1} <tool_call>{"name": "f"}</tool_call>',
+        "\n\n plain",
+        '[TOOL_CALLS]f{"a": 1}',
+    ]
+)
 
 
 @pytest.mark.parametrize("mod", IMPLS)
@@ -237,12 +390,15 @@ WITH_PHI4 = [name for name, on in __import__("textcalls").DIALECTS.items() if on
 PHI4 = 'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "now", "arguments": {}}]'
 
 
-@pytest.mark.parametrize(("text", "content", "expected"), [
-    (PHI4, "", [("get_weather", WEATHER), ("now", {})]),
-    ("Sure. " + PHI4 + " done", "Sure.  done", [("get_weather", WEATHER), ("now", {})]),
-    ("see functools.partial and functools [x]", "see functools.partial and functools [x]", []),
-    ("functools[1, 2]", "", []),  # markup, but not calls: removed without a call
-])
+@pytest.mark.parametrize(
+    ("text", "content", "expected"),
+    [
+        (PHI4, "", [("get_weather", WEATHER), ("now", {})]),
+        ("Sure. " + PHI4 + " done", "Sure.  done", [("get_weather", WEATHER), ("now", {})]),
+        ("see functools.partial and functools [x]", "see functools.partial and functools [x]", []),
+        ("functools[1, 2]", "", []),  # markup, but not calls: removed without a call
+    ],
+)
 def test_phi4_mini_is_opt_in(impl, tc, text, content, expected):
     parsed = tc.parse(text, formats=WITH_PHI4)
     assert parsed.content == content and calls(parsed) == expected
@@ -253,7 +409,7 @@ def test_phi4_mini_holds_a_tail_that_could_start_the_word(impl):
     s = impl.StreamScrubber(formats=WITH_PHI4)
     assert s.feed("use fun") == "use "
     assert s.feed("ctools") == ""
-    assert s.feed(PHI4[len("functools"):]) == ""
+    assert s.feed(PHI4[len("functools") :]) == ""
     assert s.feed(" of") == " o"
     assert s.flush() == "f"
     assert [c.name for c in s.calls] == ["get_weather", "now"]
@@ -262,8 +418,12 @@ def test_phi4_mini_holds_a_tail_that_could_start_the_word(impl):
 
 @pytest.mark.parametrize("mod", IMPLS)
 @settings(max_examples=150, deadline=None)
-@given(data=st.data(), text=st.lists(st.sampled_from([PHI4, "functools", "[", " fun", "ctools", "f", " x ", "]"]),
-                                     max_size=6).map("".join))
+@given(
+    data=st.data(),
+    text=st.lists(st.sampled_from([PHI4, "functools", "[", " fun", "ctools", "f", " x ", "]"]), max_size=6).map(
+        "".join
+    ),
+)
 def test_any_split_with_phi4_mini(mod, data, text):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10).map(sorted))
     assert feed_in_pieces(mod, text, cuts, formats=WITH_PHI4) == feed_in_pieces(mod, text, [], formats=WITH_PHI4)
@@ -287,5 +447,5 @@ def test_the_table_stays_within_the_scanners_limits(impl):
     # a word opener's first character never comes again, past its first place, in a word opener after it in
     # the table: else the tail a stream holds for the first could hide the start of the later one
     words = [b.opener for b in BLOCKS if b.anchor]
-    assert all(a[0] not in b[1:] for k, a in enumerate(words) for b in words[k + 1:])
+    assert all(a[0] not in b[1:] for k, a in enumerate(words) for b in words[k + 1 :])
     assert impl.StreamScrubber(formats=list(DIALECTS)).feed("x") == "x"  # the scanner takes the whole table

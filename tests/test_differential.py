@@ -99,24 +99,113 @@ def using(mod):
 # --- vocabulary ----------------------------------------------------------------------------------
 
 NAMES = ["f", "g", "lookup", "get_weather", "rm_rf"]
-SCHEMA = {"a": {"type": "integer"}, "b": {"type": "number"}, "q": {"type": "string"}, "on": {"type": "boolean"},
-          "obj": {"type": "object"}, "arr": {"type": "array"}, "nil": {"type": "null"},
-          "mix": {"type": ["integer", "string"]}, "city": {"type": "string"}}
+SCHEMA = {
+    "a": {"type": "integer"},
+    "b": {"type": "number"},
+    "q": {"type": "string"},
+    "on": {"type": "boolean"},
+    "obj": {"type": "object"},
+    "arr": {"type": "array"},
+    "nil": {"type": "null"},
+    "mix": {"type": ["integer", "string"]},
+    "city": {"type": "string"},
+}
 PARAMS = list(SCHEMA)
-LITERALS = sorted({b.opener for b in BLOCKS if b.anchor is None} | {b.closer for b in BLOCKS if b.closer}
-                  | {m.literal for m in MARKERS})
-WORDS = ["Sure.", "Let me check", " the weather", "a < b", "x > y", "[1, 2]", "{a}", "tool_call", "functions",
-         "call", "think", "TOOL_CALLS", "json", "name", "arguments", " ", "  ", "ok", "Done.", "<b>bold</b>",
-         "if a<b and c>d:", "f(x)", "```", "`code`", "'", "=", ":", ";", "functools", "func", "to=functions.f"]
-PROSE = ["The", " answer", " is", " 42.", " Let", " me", " look", " that", " up", ".", ",", " x", " y", "Sure",
-         " café", " — ", " (ok)", " 1+1=2", " a-b", " well", "!", "?", " I'll", " call", " the", " tool", "s", "ing"]
+LITERALS = sorted(
+    {b.opener for b in BLOCKS if b.anchor is None}
+    | {b.closer for b in BLOCKS if b.closer}
+    | {m.literal for m in MARKERS}
+)
+WORDS = [
+    "Sure.",
+    "Let me check",
+    " the weather",
+    "a < b",
+    "x > y",
+    "[1, 2]",
+    "{a}",
+    "tool_call",
+    "functions",
+    "call",
+    "think",
+    "TOOL_CALLS",
+    "json",
+    "name",
+    "arguments",
+    " ",
+    "  ",
+    "ok",
+    "Done.",
+    "<b>bold</b>",
+    "if a<b and c>d:",
+    "f(x)",
+    "```",
+    "`code`",
+    "'",
+    "=",
+    ":",
+    ";",
+    "functools",
+    "func",
+    "to=functions.f",
+]
+PROSE = [
+    "The",
+    " answer",
+    " is",
+    " 42.",
+    " Let",
+    " me",
+    " look",
+    " that",
+    " up",
+    ".",
+    ",",
+    " x",
+    " y",
+    "Sure",
+    " café",
+    " — ",
+    " (ok)",
+    " 1+1=2",
+    " a-b",
+    " well",
+    "!",
+    "?",
+    " I'll",
+    " call",
+    " the",
+    " tool",
+    "s",
+    "ing",
+]
 UNICODE = ["é", "€", "｜", "😀", "▁", "\u00a0", "中文", "\u2028", "\ufeff", "ｔｏｏｌ"]
 PUNCT = ["<", ">", "/", "|", "[", "]", "{", "}", '"', "\\", "`", ":", ",", "=", "_", " ", "\t"]
 ALPHABET = "<>/|[]{}\"'\\`:=_ \n\tabcfilnostuéä｜▁\r"
 HIGH = ["\ud800", "\udbff", "\ud83d"]  # lone surrogates: one kind per case, so that none pairs up in JSON
 LOW = ["\udc00", "\udfff", "\ude00"]
-STRINGS = ["x", "Paris", "", "a b", "</tool_call>", "<tool_call>", "<|tool_call_end|>", "<｜tool▁call▁end｜>",
-           '"', "\\", "\n", "é€", "😀", "}", "]", "</parameter>", "<|call|>", "```", "</think>", "{\"a\": 1}"]
+STRINGS = [
+    "x",
+    "Paris",
+    "",
+    "a b",
+    "</tool_call>",
+    "<tool_call>",
+    "<|tool_call_end|>",
+    "<｜tool▁call▁end｜>",
+    '"',
+    "\\",
+    "\n",
+    "é€",
+    "😀",
+    "}",
+    "]",
+    "</parameter>",
+    "<|call|>",
+    "```",
+    "</think>",
+    '{"a": 1}',
+]
 DS_SEP = "<\uff5ctool\u2581sep\uff5c>"
 
 
@@ -209,14 +298,16 @@ def _plain(g: G) -> str:
 
 def qwen_xml(g: G) -> str:
     nl = g.pick(["\n", ""])
-    params = "".join(f"<parameter={p}>{nl}{_plain(g)}{nl}</parameter>{nl}"
-                     for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+    params = "".join(
+        f"<parameter={p}>{nl}{_plain(g)}{nl}</parameter>{nl}" for p in g.rng.sample(PARAMS, g.rng.randint(0, 2))
+    )
     return f"{nl}<function={g.pick(NAMES)}>{nl}{params}</function>{nl}"
 
 
 def glm(g: G) -> str:
-    args = "".join(f"<arg_key>{p}</arg_key><arg_value>{_plain(g)}</arg_value>"
-                   for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+    args = "".join(
+        f"<arg_key>{p}</arg_key><arg_value>{_plain(g)}</arg_value>" for p in g.rng.sample(PARAMS, g.rng.randint(0, 2))
+    )
     return f"{g.pick(NAMES)}{g.pick(['', chr(10)])}{args}"
 
 
@@ -232,15 +323,20 @@ def invoke(g: G, prefix: str = "", string_attr: bool = False) -> str:
 
 def pythonic(g: G) -> str:
     def one():
-        args = ", ".join(f"{p}={g.pick(['1', repr('x'), 'True', '[1, 2]', repr(g.pick(STRINGS))])}"
-                         for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+        args = ", ".join(
+            f"{p}={g.pick(['1', repr('x'), 'True', '[1, 2]', repr(g.pick(STRINGS))])}"
+            for p in g.rng.sample(PARAMS, g.rng.randint(0, 2))
+        )
         return f"{g.pick(NAMES)}({args})"
+
     return "[" + ", ".join(one() for _ in range(g.rng.randint(1, 2))) + "]"
 
 
 def gemma_body(g: G, quote: str) -> str:
-    args = ",".join(f"{p}:{quote}{g.pick(STRINGS)}{quote}" if g.chance(0.6) else f"{p}:{g.rng.randint(0, 9)}"
-                    for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+    args = ",".join(
+        f"{p}:{quote}{g.pick(STRINGS)}{quote}" if g.chance(0.6) else f"{p}:{g.rng.randint(0, 9)}"
+        for p in g.rng.sample(PARAMS, g.rng.randint(0, 2))
+    )
     return f"call:{g.pick(NAMES)}{{{args}}}"
 
 
@@ -269,8 +365,9 @@ def body_for(g: G, grammar: str, opener: str) -> str:
         return "\n".join(json_call(g) for _ in range(g.rng.randint(1, 2))) if g.chance(0.5) else json_calls(g)
     if grammar == "mistral":
         name, args = g.pick(NAMES), _dumps(g, _args(g))
-        return g.pick([f"[{json_call(g)}]", f"{name}{args}", f"{name}[ARGS]{args}",
-                       f"{name}[CALL_ID]a1B2c3D4e[ARGS]{args}"])
+        return g.pick(
+            [f"[{json_call(g)}]", f"{name}{args}", f"{name}[ARGS]{args}", f"{name}[CALL_ID]a1B2c3D4e[ARGS]{args}"]
+        )
     if grammar == "gemma4":
         return gemma_body(g, '<|"|>')
     if grammar == "function_gemma":
@@ -286,27 +383,57 @@ def body_for(g: G, grammar: str, opener: str) -> str:
     if grammar == "apertus":
         return json.dumps([{g.pick(NAMES): _args(g)} for _ in range(g.rng.randint(1, 2))])
     if grammar == "arrow_call":  # MiniMax's {tool => "NAME", args => {--key "v"}}
-        flags = " ".join(f'--{p} {g.pick([json.dumps(_plain(g)), "20", "true", "word"])}'
-                         for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)))
+        flags = " ".join(
+            f"--{p} {g.pick([json.dumps(_plain(g)), '20', 'true', 'word'])}"
+            for p in g.rng.sample(PARAMS, g.rng.randint(0, 2))
+        )
         args = g.pick([f", args => {{{flags}}}", f", args => {_dumps(g, _args(g))}", ""])
         return g.pick(["", "\n"]) + f'{{tool => "{g.pick(NAMES)}"{args}}}' + g.pick(["", "\n"])
     if grammar == "builtin_call":  # after "<|python_tag|>NAME.call(": keyword arguments and ")"
         return ", ".join(f"{p}={json.dumps(_plain(g))}" for p in g.rng.sample(PARAMS, g.rng.randint(0, 2))) + ")"
     if grammar == "dsml_toolcall":
-        return invoke(g, "\uff5cDSML\uff5c", string_attr=True) if g.chance(0.3) else (
-            f"{g.pick(NAMES)}\n```json\n{_dumps(g, _args(g))}\n```" if g.chance(0.5)
-            else f"{g.pick(NAMES)}\n{_dumps(g, _args(g))}")
+        return (
+            invoke(g, "\uff5cDSML\uff5c", string_attr=True)
+            if g.chance(0.3)
+            else (
+                f"{g.pick(NAMES)}\n```json\n{_dumps(g, _args(g))}\n```"
+                if g.chance(0.5)
+                else f"{g.pick(NAMES)}\n{_dumps(g, _args(g))}"
+            )
+        )
     if grammar == "harmony_text":  # after "to=" (anchored at the f of "functions")
-        return f"functions.{g.pick(NAMES)}" + g.pick([" json", " <|constrain|>json<|message|>", "commentary json"]) + (
-            _dumps(g, _args(g)))
+        return (
+            f"functions.{g.pick(NAMES)}"
+            + g.pick([" json", " <|constrain|>json<|message|>", "commentary json"])
+            + (_dumps(g, _args(g)))
+        )
     return json_call(g)  # a grammar this generator does not know yet (see the last test)
 
 
 #: the grammars ``body_for`` writes bodies for (any other gets a JSON call object)
 KNOWN_GRAMMARS = {
-    "hermes", "wrapped_call", "qwen3_xml", "deepseek", "dsml", "kimi_k2", "minimax_m2", "json_lines_or_array",
-    "mistral", "gemma4", "function_gemma", "pythonic_list", "pythonic_lines", "json_calls", "step3", "apertus",
-    "function", "harmony", "arrow_call", "builtin_call", "dsml_toolcall", "harmony_text",
+    "hermes",
+    "wrapped_call",
+    "qwen3_xml",
+    "deepseek",
+    "dsml",
+    "kimi_k2",
+    "minimax_m2",
+    "json_lines_or_array",
+    "mistral",
+    "gemma4",
+    "function_gemma",
+    "pythonic_list",
+    "pythonic_lines",
+    "json_calls",
+    "step3",
+    "apertus",
+    "function",
+    "harmony",
+    "arrow_call",
+    "builtin_call",
+    "dsml_toolcall",
+    "harmony_text",
 }
 
 
@@ -320,7 +447,7 @@ def block_of(g: G, b, wrap: bool = False) -> str:
     body = body_for(g, b.grammar, b.opener)
     if b.grammar == "function":
         head = g.pick([f"={g.pick(NAMES)}>", f' name="{g.pick(NAMES)}">'])
-        body = head + (_dumps(g, _args(g)) if g.chance(0.8) else qwen_xml(g)[len("<function=f>"):])
+        body = head + (_dumps(g, _args(g)) if g.chance(0.8) else qwen_xml(g)[len("<function=f>") :])
     elif b.grammar == "harmony":
         name, args = g.pick(NAMES), _dumps(g, _args(g))
         if b.opener.startswith("<|channel|>"):
@@ -328,12 +455,12 @@ def block_of(g: G, b, wrap: bool = False) -> str:
         else:
             body = f" to=functions.{name}<|channel|>commentary json<|message|>{args}"
     elif b.delimiters:
-        body = g.pick([">", ">", '>\n', ' id="call_0">', "|>", "\n>", ' name="x" >']) + body
+        body = g.pick([">", ">", ">\n", ' id="call_0">', "|>", "\n>", ' name="x" >']) + body
     if g.chance(0.12):
         body = broken_json(g, body)
     closer = b.closer or ""
     if closer and g.chance(0.08):
-        closer = closer[:g.rng.randint(0, len(closer) - 1)]  # unterminated, or a prefix of the closer
+        closer = closer[: g.rng.randint(0, len(closer) - 1)]  # unterminated, or a prefix of the closer
     text = b.opener + body + closer
     wrappers = [m.literal for m in MARKERS if m.dialect == b.dialect and not m.reasoning and not m.always]
     if wrap and wrappers and g.chance(0.4):
@@ -346,8 +473,18 @@ def block_of(g: G, b, wrap: bool = False) -> str:
 
 def tag(g: G) -> str:
     b = g.pick([b for b in BLOCKS if b.delimiters])
-    attr = g.pick(['id="call_0"', 'name="f"', "", "x" * g.rng.randint(ATTR_MAX - 6, ATTR_MAX + 3), "a<b", "'q'",
-                   "\n", "to=functions.f"])
+    attr = g.pick(
+        [
+            'id="call_0"',
+            'name="f"',
+            "",
+            "x" * g.rng.randint(ATTR_MAX - 6, ATTR_MAX + 3),
+            "a<b",
+            "'q'",
+            "\n",
+            "to=functions.f",
+        ]
+    )
     delim = g.pick(list(b.delimiters) + ["able", "s", "_x"])
     return b.opener + delim + attr + g.pick([">", ">", "", "|>"])
 
@@ -355,8 +492,13 @@ def tag(g: G) -> str:
 def fence(g: G) -> str:
     if g.chance(0.2):
         return g.pick(["x ``` y", " ```", "a```b", "``", "`"])
-    return (g.pick(["\n", "", "\r\n"]) + " " * g.pick([0, 0, 1, 2, 3, 4]) + "`" * g.pick([3, 3, 3, 4, 2, 5])
-            + g.pick(["", "", "json", "xml", "py"]) + g.pick(["\n", "\n", "", "\r\n", " "]))
+    return (
+        g.pick(["\n", "", "\r\n"])
+        + " " * g.pick([0, 0, 1, 2, 3, 4])
+        + "`" * g.pick([3, 3, 3, 4, 2, 5])
+        + g.pick(["", "", "json", "xml", "py"])
+        + g.pick(["\n", "\n", "", "\r\n", " "])
+    )
 
 
 def piece(g: G) -> str:
@@ -365,7 +507,7 @@ def piece(g: G) -> str:
         return g.pick(LITERALS)
     if r < 0.16:
         lit = g.pick(LITERALS)
-        return lit[:g.rng.randint(1, len(lit) - 1)]
+        return lit[: g.rng.randint(1, len(lit) - 1)]
     if r < 0.20:
         return tag(g)
     if r < 0.26:
@@ -378,9 +520,22 @@ def piece(g: G) -> str:
     if r < 0.51:
         return g.pick(["<think>", "</think>", "<think>", "<think>plan ", " done</think>", "<thi", "nk>", "</th"])
     if r < 0.54:
-        return g.pick(["<|channel|>analysis<|message|>", "<|end|>", "<|start|>assistant", "<|channel|>final<|message|>",
-                       "<|return|>", "<|channel|>commentary", "<|message|>", "<|call|>", "<|constrain|>json",
-                       "<|channel|>commentary<|message|>", "<|channel>thought\n", "<channel|>"])
+        return g.pick(
+            [
+                "<|channel|>analysis<|message|>",
+                "<|end|>",
+                "<|start|>assistant",
+                "<|channel|>final<|message|>",
+                "<|return|>",
+                "<|channel|>commentary",
+                "<|message|>",
+                "<|call|>",
+                "<|constrain|>json",
+                "<|channel|>commentary<|message|>",
+                "<|channel>thought\n",
+                "<channel|>",
+            ]
+        )
     if r < 0.66:
         return g.pick(WORDS)
     if r < 0.73:
@@ -398,13 +553,16 @@ def gen_text(g: G, opts: dict) -> str:
     text = _gen_text(g, opts)
     if text and g.chance(0.1):  # the message ends inside something: a block without its closer, say
         cut = g.rng.randint(1, min(len(text), 24))
-        text = text[:-cut] if g.chance(0.5) else text[:-cut] + text[-cut:][:g.rng.randint(0, 2)]
+        text = text[:-cut] if g.chance(0.5) else text[:-cut] + text[-cut:][: g.rng.randint(0, 2)]
     if g.chance(0.08):  # a last block, complete but for its closer (and maybe a bracket)
         b = g.pick([b for b in BLOCKS if b.closer])
-        text += block_of(g, b)[:-len(b.closer) - g.pick([0, 0, 1])]
+        text += block_of(g, b)[: -len(b.closer) - g.pick([0, 0, 1])]
     if g.chance(0.1):  # bare JSON calls at the end, from a line start or not (with tools: a call)
-        text += (g.pick(["\n", "\n\n", "\r\n", "\n   ", "\n    ", " ", "\r"]) + json_calls(g)
-                 + g.pick(["", "\n", "  \n", " x", "\nmore", "\n" + json_call(g), "; " + json_call(g)]))
+        text += (
+            g.pick(["\n", "\n\n", "\r\n", "\n   ", "\n    ", " ", "\r"])
+            + json_calls(g)
+            + g.pick(["", "\n", "  \n", " x", "\nmore", "\n" + json_call(g), "; " + json_call(g)])
+        )
     return text
 
 
@@ -416,14 +574,25 @@ def _gen_text(g: G, opts: dict) -> str:
     if "phi4_mini" in formats and g.chance(0.4):
         return g.pick(["", "Sure. ", "fun"]) + "functools" + json_calls(g) + g.pick(["", " f", " functo"])
     if "harmony_text" in formats and g.chance(0.4):  # gpt-oss with its special tokens stripped
-        return (g.pick(["", "analysis The user asks. ", "to", "commentary "]) + g.pick(["commentary to=", "to="])
-                + body_for(g, "harmony_text", "to=") + g.pick(["", " f", " to", "<|call|>"]))
+        return (
+            g.pick(["", "analysis The user asks. ", "to", "commentary "])
+            + g.pick(["commentary to=", "to="])
+            + body_for(g, "harmony_text", "to=")
+            + g.pick(["", " f", " to", "<|call|>"])
+        )
     if g.chance(0.35):  # mostly prose, as real streams are: markup now and then
         parts = []
         for _ in range(g.pick([4, 8, 16, 30])):
             r = g.rng.random()
-            parts.append(g.pick(PROSE) if r < 0.6 else g.pick(["\n", "\n\n", " ", "\r\n"]) if r < 0.75
-                         else fence(g) if r < 0.83 else piece(g))
+            parts.append(
+                g.pick(PROSE)
+                if r < 0.6
+                else g.pick(["\n", "\n\n", " ", "\r\n"])
+                if r < 0.75
+                else fence(g)
+                if r < 0.83
+                else piece(g)
+            )
         return "".join(parts)
     n = g.pick([1, 2, 3, 5, 8, 12, 16, 24]) if g.chance(0.98) else g.rng.randint(60, 160)
     return "".join(piece(g) for _ in range(n))
@@ -453,9 +622,19 @@ def gen_options(g: G) -> dict:
         opts["max_block"] = g.pick([1, 5, 40, 200, "near"])  # "near": about a block's size, set by the case
     if g.chance(0.35):
         names = g.rng.sample(NAMES, g.rng.randint(1, len(NAMES) - 1))
-        opts["tools"] = [{"type": "function", "function": {"name": n, "parameters": {
-            "type": "object", "properties": dict(g.rng.sample(sorted(SCHEMA.items()), g.rng.randint(0, len(SCHEMA))))}}}
-            for n in names]
+        opts["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": n,
+                    "parameters": {
+                        "type": "object",
+                        "properties": dict(g.rng.sample(sorted(SCHEMA.items()), g.rng.randint(0, len(SCHEMA)))),
+                    },
+                },
+            }
+            for n in names
+        ]
     if g.chance(0.5):
         opts["unknown_tools"] = g.pick(["keep_text", "drop", "accept"])
     if g.chance(0.4):
@@ -489,10 +668,10 @@ def split(g: G, text: str) -> list:
             if pos >= len(text):
                 break
             cuts.append(pos)
-        return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+        return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=False)]
     k = g.rng.randint(1, min(len(text), 16))
     cuts = sorted({g.rng.randint(1, len(text)) for _ in range(k)} - {len(text)})
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=False)]
 
 
 # --- mismatches, shrinking, reports ----------------------------------------------------------------
@@ -556,7 +735,7 @@ def _string_cuts(s: str):
     size = n
     while size >= 1:
         for start in range(0, n, size):
-            yield s[:start] + s[start + size:]
+            yield s[:start] + s[start + size :]
         size //= 2
 
 
@@ -570,7 +749,7 @@ def _option_cuts(opts: dict):
     tools = opts.get("tools")
     if tools and len(tools) > 1:
         for i in range(len(tools)):
-            yield {**opts, "tools": tools[:i] + tools[i + 1:]}
+            yield {**opts, "tools": tools[:i] + tools[i + 1 :]}
 
 
 def fuzz(layer: str, generate, check, candidates, describe) -> None:
@@ -594,17 +773,21 @@ def fuzz(layer: str, generate, check, candidates, describe) -> None:
 
             small, tries = shrink(case, candidates, still_fails, SHRINK_SECONDS)
             final = next((x for x in check(small) if x.sig == m.sig), m)
-            report = (f"  TEXTCALLS_FUZZ_SEED={SEED} TEXTCALLS_FUZZ_START={k} TEXTCALLS_FUZZ_CASES=1 "
-                      f"(shrunk in {time.monotonic() - started:.1f} s, {tries} tries)\n"
-                      f"{describe(small)}\n  on {final.impl}: {final.detail}")
+            report = (
+                f"  TEXTCALLS_FUZZ_SEED={SEED} TEXTCALLS_FUZZ_START={k} TEXTCALLS_FUZZ_CASES=1 "
+                f"(shrunk in {time.monotonic() - started:.1f} s, {tries} tries)\n"
+                f"{describe(small)}\n  on {final.impl}: {final.detail}"
+            )
             reports[m.sig] = [report, {m.impl}]
         k += 1
         ran += 1
     STATS[layer] = ran
     print(f"\n[{layer}] {ran} cases (seed {SEED!r}, from {START}), each on {[n for n, _ in MODS]}")
     if reports:
-        text = "\n\n".join(f"[{layer}] {sig[1]} (seen on {', '.join(sorted(impls))})\n{report}"
-                           for sig, (report, impls) in reports.items())
+        text = "\n\n".join(
+            f"[{layer}] {sig[1]} (seen on {', '.join(sorted(impls))})\n{report}"
+            for sig, (report, impls) in reports.items()
+        )
         pytest.fail(f"{len(reports)} disagreement(s) in layer {layer!r}:\n\n{text}", pytrace=False)
 
 
@@ -620,8 +803,13 @@ def scrub(mod, deltas: list, opts: dict) -> dict:
         feeds.append((out, s.take_reasoning(), len(s.calls)))
     out = s.flush()
     feeds.append((out, s.take_reasoning(), len(s.calls)))
-    return {"feeds": feeds, "content": "".join(f[0] for f in feeds), "reasoning": "".join(f[1] for f in feeds),
-            "calls": [(c.name, c.arguments, mask(c.id)) for c in s.calls], "removed": s.removed}
+    return {
+        "feeds": feeds,
+        "content": "".join(f[0] for f in feeds),
+        "reasoning": "".join(f[1] for f in feeds),
+        "calls": [(c.name, c.arguments, mask(c.id)) for c in s.calls],
+        "removed": s.removed,
+    }
 
 
 def gen_scrubber_case(rng: random.Random) -> dict:
@@ -645,7 +833,7 @@ def check_scrubber(case: dict) -> list:
                 runs["1-char split"] = scrub(mod, list(text), opts)
             with using(mod):
                 p = parse(text, **opts)
-        except Exception as exc:  # noqa: BLE001 - any str is valid text: nothing may raise
+        except Exception as exc:
             found.append(crashed("scrubber", "StreamScrubber/parse", exc, name))
             continue
         split_runs[name] = runs["split"]
@@ -653,25 +841,51 @@ def check_scrubber(case: dict) -> list:
         for label, run in runs.items():
             for field in ("content", "reasoning", "calls", "removed"):
                 if run[field] != whole[field]:
-                    found.append(differ("scrubber", f"{label} != one feed: {field}", "one feed", whole[field],
-                                        label, run[field], name))
+                    found.append(
+                        differ(
+                            "scrubber",
+                            f"{label} != one feed: {field}",
+                            "one feed",
+                            whole[field],
+                            label,
+                            run[field],
+                            name,
+                        )
+                    )
         run = runs["split"]
-        expected = {"content": p.content, "reasoning": p.reasoning, "calls": [(c.name, c.arguments) for c in p.calls],
-                    "removed": p.removed}
-        got = {"content": run["content"].strip(), "reasoning": run["reasoning"].strip(),
-               "calls": [c[:2] for c in run["calls"]], "removed": run["removed"]}
+        expected = {
+            "content": p.content,
+            "reasoning": p.reasoning,
+            "calls": [(c.name, c.arguments) for c in p.calls],
+            "removed": p.removed,
+        }
+        got = {
+            "content": run["content"].strip(),
+            "reasoning": run["reasoning"].strip(),
+            "calls": [c[:2] for c in run["calls"]],
+            "removed": run["removed"],
+        }
         for field, want in expected.items():
             if got[field] != want:
-                found.append(differ("scrubber", f"split != parse: {field}", "parse", want,
-                                    "split (stripped)", got[field], name))
+                found.append(
+                    differ("scrubber", f"split != parse: {field}", "parse", want, "split (stripped)", got[field], name)
+                )
     found += check_screens(case, text, parsed)
     if len(split_runs) == 2:
         c, py = split_runs["c"], split_runs["py"]
-        for i, (a, b) in enumerate(zip(c["feeds"], py["feeds"])):
+        for i, (a, b) in enumerate(zip(c["feeds"], py["feeds"], strict=False)):
             if a != b:
                 where = f"feed {i} of {len(deltas)}" if i < len(deltas) else "flush"
-                found.append(differ("scrubber", "cython != twin: per feed (output, reasoning, calls so far)",
-                                    f"cython at {where}", a, f"twin at {where}", b))
+                found.append(
+                    differ(
+                        "scrubber",
+                        "cython != twin: per feed (output, reasoning, calls so far)",
+                        f"cython at {where}",
+                        a,
+                        f"twin at {where}",
+                        b,
+                    )
+                )
                 break
         for field in ("calls", "removed"):
             if c[field] != py[field]:
@@ -688,24 +902,31 @@ def check_screens(case: dict, text: str, parsed) -> list:
         prefix = text[:end]
         try:
             held = {name: mod.hold_from(prefix, formats=formats) for name, mod in MODS}
-        except Exception as exc:  # noqa: BLE001 - any exception is a finding
+        except Exception as exc:
             found.append(crashed("scrubber", "hold_from", exc, "c/py"))
             break
         if len(set(held.values())) > 1:
-            found.append(differ("scrubber", "hold_from: cython != twin", f"cython, text[:{end}]", held["c"],
-                                "twin", held["py"]))
+            found.append(
+                differ("scrubber", "hold_from: cython != twin", f"cython, text[:{end}]", held["c"], "twin", held["py"])
+            )
             break
     if parsed is None:
         return found
     json_text = json.dumps(text)
-    forms = [text, text.encode("utf-8", "surrogatepass"), json_text.encode(),
-             json_text.replace("<", "\\u003c").encode(), json_text.replace("/", "\\/").encode()]
+    forms = [
+        text,
+        text.encode("utf-8", "surrogatepass"),
+        json_text.encode(),
+        json_text.replace("<", "\\u003c").encode(),
+        json_text.replace("/", "\\/").encode(),
+    ]
     with contextlib.suppress(UnicodeEncodeError):  # (not with lone surrogates)
         forms.append(json.dumps(text, ensure_ascii=False).encode())
     try:
         says = [_scan_py.may_contain_markup(form, formats=formats) for form in forms]
-    except Exception as exc:  # noqa: BLE001 - any exception is a finding
+    except Exception as exc:
         return found + [crashed("scrubber", "may_contain_markup", exc, "c/py")]
+
     def untouched(p) -> bool:
         return p.removed == 0 and not p.calls and p.content == text.strip() and not p.reasoning
 
@@ -713,16 +934,25 @@ def check_screens(case: dict, text: str, parsed) -> list:
     if options.get("tools") is not None and not untouched(parsed):
         # with tools, a bare JSON call needs no markup: the raw forms answer for what parse does without
         # tools, and a response body's forms are screened by may_hold_bare_call as well
-        bare = [form is not forms[0] and form is not forms[1]
-                and may_hold_bare_call(b'{"content":' + form + b"}") for form in forms]
-        says = [s or b for s, b in zip(says, bare)]
+        bare = [
+            form is not forms[0] and form is not forms[1] and may_hold_bare_call(b'{"content":' + form + b"}")
+            for form in forms
+        ]
+        says = [s or b for s, b in zip(says, bare, strict=False)]
         if not all(says[:2]) and untouched(parse(text, **{k: v for k, v in options.items() if k != "tools"})):
             says[:2] = [True, True]
     # (reasoning_started makes text reasoning without any markup: the screen is about markup only)
     if not untouched(parsed) and not all(says) and not options.get("reasoning_started"):
-        found.append(differ("scrubber", "may_contain_markup misses markup parse removes",
-                            "may_contain_markup of (text, UTF-8, JSON, JSON with \\u003c, JSON with \\/, "
-                            "JSON not ASCII)", says, "parse", parsed))
+        found.append(
+            differ(
+                "scrubber",
+                "may_contain_markup misses markup parse removes",
+                "may_contain_markup of (text, UTF-8, JSON, JSON with \\u003c, JSON with \\/, JSON not ASCII)",
+                says,
+                "parse",
+                parsed,
+            )
+        )
     return found
 
 
@@ -732,22 +962,23 @@ def scrubber_candidates(case: dict):
         yield {**case, "chars": False}
     for i in range(len(deltas)):
         if len(deltas) > 1:
-            yield {**case, "deltas": deltas[:i] + deltas[i + 1:]}
+            yield {**case, "deltas": deltas[:i] + deltas[i + 1 :]}
     for i in range(len(deltas) - 1):
-        yield {**case, "deltas": deltas[:i] + [deltas[i] + deltas[i + 1]] + deltas[i + 2:]}
+        yield {**case, "deltas": deltas[:i] + [deltas[i] + deltas[i + 1]] + deltas[i + 2 :]}
     for opts in _option_cuts(case["options"]):
         yield {**case, "options": opts}
     for i, d in enumerate(deltas):
         for shorter in _string_cuts(d):
             if shorter:
-                yield {**case, "deltas": deltas[:i] + [shorter] + deltas[i + 1:]}
+                yield {**case, "deltas": deltas[:i] + [shorter] + deltas[i + 1 :]}
 
 
 def describe_scrubber(case: dict) -> str:
     cuts = [sum(map(len, case["deltas"][:k])) for k in range(1, len(case["deltas"]))]
-    return (f"  options = {case['options']!r}\n  deltas = {case['deltas']!r}\n  cuts = {cuts}\n"
-            f"  text = {''.join(case['deltas'])!r}"
-            + ("\n  (also fed one character at a time)" if case["chars"] else ""))
+    return (
+        f"  options = {case['options']!r}\n  deltas = {case['deltas']!r}\n  cuts = {cuts}\n"
+        f"  text = {''.join(case['deltas'])!r}" + ("\n  (also fed one character at a time)" if case["chars"] else "")
+    )
 
 
 def test_scrubber_layer_agrees():
@@ -758,10 +989,13 @@ def test_scrubber_layer_agrees():
 
 #: a structured call, whole or in two chunks (its head, then its arguments), as upstream sent it
 STRUCT_PARTS = {
-    "whole": lambda u: {"index": u, "id": f"call_s{u}", "type": "function",
-                        "function": {"name": "s", "arguments": "{}"}},
-    "head": lambda u: {"index": u, "id": f"call_s{u}", "type": "function",
-                       "function": {"name": "s", "arguments": ""}},
+    "whole": lambda u: {
+        "index": u,
+        "id": f"call_s{u}",
+        "type": "function",
+        "function": {"name": "s", "arguments": "{}"},
+    },
+    "head": lambda u: {"index": u, "id": f"call_s{u}", "type": "function", "function": {"name": "s", "arguments": ""}},
     "args": lambda u: {"index": u, "function": {"arguments": "{}"}},
 }
 
@@ -797,8 +1031,11 @@ def gen_stream_case(rng: random.Random) -> dict:
     else:
         steps += [{"kind": "role", "indexes": [i], **sse_params()} for i in range(n)]
     structs = {i: g.rng.randint(1, 2) for i in range(n) if g.chance(0.15)}  # structured calls per choice
-    finish = {i: {"reason": "tool_calls" if i in structs else g.pick(["stop", "stop", "length"]), "content": None}
-              for i in range(n) if g.chance(0.92)}
+    finish = {
+        i: {"reason": "tool_calls" if i in structs else g.pick(["stop", "stop", "length"]), "content": None}
+        for i in range(n)
+        if g.chance(0.92)
+    }
     head = len(steps)
     for i, f in finish.items():
         if queues[i] and g.chance(0.3):
@@ -809,8 +1046,9 @@ def gen_stream_case(rng: random.Random) -> dict:
             steps.append({"kind": "text", "contents": {i: queues[i].pop(0) for i in live}, **sse_params()})
         else:
             i = g.pick(live)
-            steps.append({"kind": "text", "contents": {i: queues[i].pop(0)}, "logprobs": g.chance(0.04),
-                          **sse_params()})
+            steps.append(
+                {"kind": "text", "contents": {i: queues[i].pop(0)}, "logprobs": g.chance(0.04), **sse_params()}
+            )
         if g.chance(0.03):
             steps.append({"kind": "text", "contents": {g.pick(list(queues)): None}, **sse_params()})
     for i, count in structs.items():  # anywhere before the choice's finish (first, sometimes), in order
@@ -825,11 +1063,26 @@ def gen_stream_case(rng: random.Random) -> dict:
         steps += [{"kind": "finish", "finish": {i: f}, **sse_params()} for i, f in finish.items()]
     if g.chance(0.3):
         steps.append({"kind": "usage", **sse_params()})
-    return {"options": opts, "steps": steps, "natives": [True, False], "usage_null": g.chance(0.3),
-            "fingerprint": g.chance(0.3), "cuts": [], "chars": False, "kinds": [],
-            "bom": g.chance(0.04), "usage_every": g.chance(0.05),
-            "enc": {"nl": g.pick(["\n"] * 12 + ["\r\n"] * 6 + ["\r"]), "comment": False, "fields": False,
-                    "ascii": g.chance(0.3), "esc": g.chance(0.1), "compact": g.chance(0.6)}}
+    return {
+        "options": opts,
+        "steps": steps,
+        "natives": [True, False],
+        "usage_null": g.chance(0.3),
+        "fingerprint": g.chance(0.3),
+        "cuts": [],
+        "chars": False,
+        "kinds": [],
+        "bom": g.chance(0.04),
+        "usage_every": g.chance(0.05),
+        "enc": {
+            "nl": g.pick(["\n"] * 12 + ["\r\n"] * 6 + ["\r"]),
+            "comment": False,
+            "fields": False,
+            "ascii": g.chance(0.3),
+            "esc": g.chance(0.1),
+            "compact": g.chance(0.6),
+        },
+    }
 
 
 def _chunk(case: dict, choices: list, usage=None) -> dict:
@@ -862,12 +1115,22 @@ def build_chunks(case: dict) -> list:
             entry = STRUCT_PARTS[step["part"]](step["upstream"])
             chunks.append(_chunk(case, [_choice(step["index"], {"tool_calls": [entry]})]))
         elif kind == "text":
-            chunks.append(_chunk(case, [_choice(i, {"content": t}, logprobs=step.get("logprobs"))
-                                        for i, t in step["contents"].items()]))
+            chunks.append(
+                _chunk(
+                    case,
+                    [_choice(i, {"content": t}, logprobs=step.get("logprobs")) for i, t in step["contents"].items()],
+                )
+            )
         elif kind == "finish":
-            chunks.append(_chunk(case, [
-                _choice(i, {} if f["content"] is None else {"content": f["content"]}, f["reason"])
-                for i, f in step["finish"].items()]))
+            chunks.append(
+                _chunk(
+                    case,
+                    [
+                        _choice(i, {} if f["content"] is None else {"content": f["content"]}, f["reason"])
+                        for i, f in step["finish"].items()
+                    ],
+                )
+            )
         else:
             chunks.append(_chunk(case, [], USAGE))
     return chunks
@@ -973,8 +1236,10 @@ def per_choice(chunks: list, index: int) -> dict:
             delta = c.get("delta") or {}
             content += delta.get("content") or ""
             reasoning += delta.get("reasoning_content") or ""
-            calls += [(t["index"], t["function"].get("name"), t["function"]["arguments"])
-                      for t in delta.get("tool_calls") or []]
+            calls += [
+                (t["index"], t["function"].get("name"), t["function"]["arguments"])
+                for t in delta.get("tool_calls") or []
+            ]
             if c.get("finish_reason") is not None:
                 finishes.append(c["finish_reason"])
     return {"content": content, "reasoning": reasoning, "calls": calls, "finishes": finishes}
@@ -1005,21 +1270,48 @@ def check_chunk_outputs(where, name, mod, case, native, out, exp, ref) -> list:
     found = []
     _, entries, recovered = ref
     finishes = {i: f["reason"] for s in case["steps"] if s["kind"] == "finish" for i, f in s["finish"].items()}
-    for i, (p, reasoning, text) in exp.items():
+    for i, (p, reasoning, _text) in exp.items():
         got = per_choice(out, i)
         tag_ = f"choice {i}, native={native}"
         if got["content"].strip() != p.content:
-            found.append(differ(where, "content != parse", f"parse ({tag_})", p.content, "stream (stripped)",
-                                got["content"].strip(), name))
+            found.append(
+                differ(
+                    where,
+                    "content != parse",
+                    f"parse ({tag_})",
+                    p.content,
+                    "stream (stripped)",
+                    got["content"].strip(),
+                    name,
+                )
+            )
         if got["calls"] != entries[i]:
-            found.append(differ(where, "tool_calls != parse's calls (as the gate allows)", f"expected ({tag_})",
-                                entries[i], "stream", got["calls"], name))
+            found.append(
+                differ(
+                    where,
+                    "tool_calls != parse's calls (as the gate allows)",
+                    f"expected ({tag_})",
+                    entries[i],
+                    "stream",
+                    got["calls"],
+                    name,
+                )
+            )
         want = [("tool_calls" if recovered.get(i) else finishes[i])] if i in finishes else []
         if got["finishes"] != want:
             found.append(differ(where, "finish_reason", f"expected ({tag_})", want, "stream", got["finishes"], name))
         if got["reasoning"] != reasoning:
-            found.append(differ(where, "reasoning_content != the scrubber's reasoning", f"scrubber ({tag_})",
-                                reasoning, "stream", got["reasoning"], name))
+            found.append(
+                differ(
+                    where,
+                    "reasoning_content != the scrubber's reasoning",
+                    f"scrubber ({tag_})",
+                    reasoning,
+                    "stream",
+                    got["reasoning"],
+                    name,
+                )
+            )
     return found
 
 
@@ -1036,10 +1328,15 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
     for i, (p, _, text) in exp.items():
         message = {"role": "assistant", "content": text}
         if i in structured:
-            message["tool_calls"] = [{k: v for k, v in STRUCT_PARTS["whole"](u).items() if k != "index"}
-                                     for u in sorted(structured[i])]
-        choice = {"index": i, "message": message, "logprobs": None,
-                  "finish_reason": "tool_calls" if i in structured else "stop"}
+            message["tool_calls"] = [
+                {k: v for k, v in STRUCT_PARTS["whole"](u).items() if k != "index"} for u in sorted(structured[i])
+            ]
+        choice = {
+            "index": i,
+            "message": message,
+            "logprobs": None,
+            "finish_reason": "tool_calls" if i in structured else "stop",
+        }
         choices.append(choice)
         if (not native or i not in structured) and (p.removed or p.reasoning or p.content != text.strip()):
             changed = True
@@ -1051,8 +1348,13 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
                 new["tool_calls"] = message.get("tool_calls", []) + [c.to_openai() for c in p.calls]
                 choice["finish_reason"] = "tool_calls"
         expected.append(choice)
-    response = {"id": "chatcmpl-fuzz", "object": "chat.completion", "created": 1764547200, "model": "m",
-                "choices": choices}
+    response = {
+        "id": "chatcmpl-fuzz",
+        "object": "chat.completion",
+        "created": 1764547200,
+        "model": "m",
+        "choices": choices,
+    }
     want = canon({**response, "choices": expected})
     try:
         body = json.dumps(response, ensure_ascii=False).encode()
@@ -1063,20 +1365,31 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
         with using(mod):
             got = recover_response(response, native=native, has_tools=True, **opts)
             got_bytes = recover_response_bytes(body, native=native, has_tools=True, **opts)
-    except Exception as exc:  # noqa: BLE001 - any exception is a finding
+    except Exception as exc:
         return [crashed("chunks", "recover_response(_bytes)", exc, name)]
     if canon(got) != want or (got is response) == changed:
-        found.append(differ("chunks", "recover_response != parse", f"expected (native={native})", want,
-                            "recover_response (the same object)" if got is response else "recover_response", canon(got),
-                            name))
+        found.append(
+            differ(
+                "chunks",
+                "recover_response != parse",
+                f"expected (native={native})",
+                want,
+                "recover_response (the same object)" if got is response else "recover_response",
+                canon(got),
+                name,
+            )
+        )
     try:
         got_json = canon(json.loads(got_bytes))
     except (ValueError, TypeError):
         got_json = None
     if (got_bytes is body) == changed or (changed and got_json != want):
         label = "recover_response_bytes" + (" (the same object)" if got_bytes is body else "")
-        found.append(differ("chunks", "recover_response_bytes != parse", f"expected (native={native})", want,
-                            label, got_bytes, name))
+        found.append(
+            differ(
+                "chunks", "recover_response_bytes != parse", f"expected (native={native})", want, label, got_bytes, name
+            )
+        )
     return found
 
 
@@ -1091,7 +1404,7 @@ def check_chunks(case: dict) -> list:
                 exp = expectations(mod, case)
                 out = run_chunks(mod, chunks, native, opts)
                 ref = reference(mod, case, native)
-            except Exception as exc:  # noqa: BLE001 - any exception is a finding
+            except Exception as exc:
                 found.append(crashed("chunks", "recover_stream/parse", exc, name))
                 continue
             if chunks != before:
@@ -1099,11 +1412,19 @@ def check_chunks(case: dict) -> list:
             found += check_chunk_outputs("chunks", name, mod, case, native, out, exp, ref)
             found += check_responses(case, native, name, mod, exp)
             ids = {id(c) for c in out}
-            for k, (chunk, unchanged) in enumerate(zip(chunks, ref[0])):
+            for k, (chunk, unchanged) in enumerate(zip(chunks, ref[0], strict=False)):
                 if (id(chunk) in ids) != unchanged:
-                    found.append(differ("chunks", "unchanged chunk identity", f"input chunk {k} (native={native})",
-                                        chunk, "needs no change by the reference scrubber / came back as itself",
-                                        (unchanged, id(chunk) in ids), name))
+                    found.append(
+                        differ(
+                            "chunks",
+                            "unchanged chunk identity",
+                            f"input chunk {k} (native={native})",
+                            chunk,
+                            "needs no change by the reference scrubber / came back as itself",
+                            (unchanged, id(chunk) in ids),
+                            name,
+                        )
+                    )
                     break
             for chunk in out:
                 if id(chunk) not in {id(c) for c in chunks} and not chunk["choices"] and chunk.get("usage") is None:
@@ -1112,9 +1433,17 @@ def check_chunks(case: dict) -> list:
             outs[name, native] = normal(out, chunks)
         if ("c", native) in outs and ("py", native) in outs and outs["c", native] != outs["py", native]:
             a, b = outs["c", native], outs["py", native]
-            k = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            found.append(differ("chunks", "cython != twin", f"cython (native={native}) from output chunk {k}",
-                                a[k:k + 3], "twin", b[k:k + 3]))
+            k = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+            found.append(
+                differ(
+                    "chunks",
+                    "cython != twin",
+                    f"cython (native={native}) from output chunk {k}",
+                    a[k : k + 3],
+                    "twin",
+                    b[k : k + 3],
+                )
+            )
     return found
 
 
@@ -1122,7 +1451,7 @@ def stream_candidates(case: dict):
     steps = case["steps"]
 
     def step_as(k: int, **changes) -> dict:  # the case with step k changed
-        return {**case, "steps": [*steps[:k], {**steps[k], **changes}, *steps[k + 1:]]}
+        return {**case, "steps": [*steps[:k], {**steps[k], **changes}, *steps[k + 1 :]]}
 
     if len(case["natives"]) > 1:
         for native in case["natives"]:
@@ -1131,9 +1460,9 @@ def stream_candidates(case: dict):
         if case.get(flag):
             yield {**case, flag: False}
     for k in range(len(case["cuts"])):
-        yield {**case, "cuts": case["cuts"][:k] + case["cuts"][k + 1:]}
+        yield {**case, "cuts": case["cuts"][:k] + case["cuts"][k + 1 :]}
     for k in range(len(steps)):
-        yield {**case, "steps": steps[:k] + steps[k + 1:]}
+        yield {**case, "steps": steps[:k] + steps[k + 1 :]}
     for k, step in enumerate(steps):  # one choice fewer in a chunk
         key = "contents" if "contents" in step else "finish" if "finish" in step else None
         if key and len(step[key]) > 1:
@@ -1144,10 +1473,13 @@ def stream_candidates(case: dict):
                 yield step_as(k, indexes=[j for j in step["indexes"] if j != i])
     for k in range(len(steps) - 1):  # two deltas of one choice in one
         a, b = steps[k], steps[k + 1]
-        if a["kind"] == b["kind"] == "text" and len(a["contents"]) == len(b["contents"]) == 1 and (
-                list(a["contents"]) == list(b["contents"])):
+        if (
+            a["kind"] == b["kind"] == "text"
+            and len(a["contents"]) == len(b["contents"]) == 1
+            and (list(a["contents"]) == list(b["contents"]))
+        ):
             (i, x), (_, y) = next(iter(a["contents"].items())), next(iter(b["contents"].items()))
-            yield {**case, "steps": [*steps[:k], {**a, "contents": {i: (x or "") + (y or "")}}, *steps[k + 2:]]}
+            yield {**case, "steps": [*steps[:k], {**a, "contents": {i: (x or "") + (y or "")}}, *steps[k + 2 :]]}
     for k, step in enumerate(steps):  # plainer chunks and SSE encoding
         if step.get("logprobs"):
             yield step_as(k, logprobs=False)
@@ -1175,8 +1507,12 @@ def stream_candidates(case: dict):
 
 
 def describe_stream(case: dict) -> str:
-    lines = [f"  options = {case['options']!r}", f"  native in {case['natives']}",
-             f"  choice texts = {choice_texts(case)!r}", "  chunks (in order):"]
+    lines = [
+        f"  options = {case['options']!r}",
+        f"  native in {case['natives']}",
+        f"  choice texts = {choice_texts(case)!r}",
+        "  chunks (in order):",
+    ]
     lines += [f"    {json.dumps(c, ensure_ascii=True)}" for c in build_chunks(case)]
     return "\n".join(lines)
 
@@ -1195,7 +1531,7 @@ def sse_body(case: dict) -> bytes:
 def sse_events(case: dict) -> list:
     """The SSE events of the case's chunks (the stream's encoding, with each step's deviations), then [DONE]."""
     out = []
-    for step, chunk in zip(case["steps"], build_chunks(case)):
+    for step, chunk in zip(case["steps"], build_chunks(case), strict=False):
         enc = {**case["enc"], **step["enc"]}
         nl = enc["nl"].encode()
         separators = (",", ":") if enc["compact"] else None
@@ -1250,7 +1586,7 @@ def capped_model(mod, case: dict, native: bool, chunks: list, oversized: list) -
     with using(mod):
         machine = ChunkRecovery(native=native, has_tools=True, **case["options"])
         out = []
-        for chunk, over in zip(chunks, oversized):
+        for chunk, over in zip(chunks, oversized, strict=False):
             out += [canon(chunk)] if over else [canon(c) for c in machine.push(chunk)]
         out += [canon(c) for c in machine.close()] + ["[DONE]"]
     return out, machine.recovered
@@ -1260,7 +1596,7 @@ def run_sse(mod, body: bytes, cuts: list, native: bool, opts: dict, kinds, max_e
     with using(mod):
         r = SSERecovery(native=native, has_tools=True, **opts, **({"max_event": max_event} if max_event else {}))
         out = []
-        for k, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(body)])):
+        for k, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(body)], strict=False)):
             kind = kinds[k % len(kinds)] if kinds else bytes
             out.append(r.feed(kind(body[a:b])))
         incomplete = r.incomplete
@@ -1308,15 +1644,24 @@ def check_sse(case: dict) -> list:
                 runs = {label: run_sse(mod, body, c, native, opts, case["kinds"], cap) for label, c in splits.items()}
                 if any(oversized):
                     model, model_recovered = capped_model(mod, case, native, chunks, oversized)
-            except Exception as exc:  # noqa: BLE001 - any exception is a finding
+            except Exception as exc:
                 found.append(crashed("sse", "SSERecovery/recover_stream", exc, name))
                 continue
             whole_by[name, native] = mask(whole.decode("utf-8", "backslashreplace"))
             for label, (data, inc, _) in runs.items():
                 if mask(data.decode("utf-8", "backslashreplace")) != whole_by[name, native]:
                     at = splits[label] if label != "1-byte split" else "every byte"
-                    found.append(differ("sse", f"{label} != one feed (bytes)", f"one feed (native={native})",
-                                        whole, f"{label} at {at}", data, name))
+                    found.append(
+                        differ(
+                            "sse",
+                            f"{label} != one feed (bytes)",
+                            f"one feed (native={native})",
+                            whole,
+                            f"{label} at {at}",
+                            data,
+                            name,
+                        )
+                    )
                 if inc:
                     found.append(differ("sse", "incomplete after whole events", "expected", False, label, inc, name))
             if incomplete:
@@ -1332,65 +1677,135 @@ def check_sse(case: dict) -> list:
                     if oversized[k]:
                         at = whole.find(raw.removeprefix(b"\xef\xbb\xbf"), pos)
                         if at < 0:
-                            found.append(differ("sse", "event over max_event not sent verbatim",
-                                                f"event {k} (max_event={cap}, size {event_sizes(case)[k]})", raw,
-                                                "output", whole, name))
+                            found.append(
+                                differ(
+                                    "sse",
+                                    "event over max_event not sent verbatim",
+                                    f"event {k} (max_event={cap}, size {event_sizes(case)[k]})",
+                                    raw,
+                                    "output",
+                                    whole,
+                                    name,
+                                )
+                            )
                             break
                         pos = at + len(raw) - (3 if k == 0 and case["bom"] else 0)
                 if got != model:
-                    k = next((k for k, (x, y) in enumerate(zip(got, model)) if x != y), min(len(got), len(model)))
-                    found.append(differ("sse", "decoded events != the model with events over max_event skipped",
-                                        f"model (native={native}, max_event={cap}, oversized events "
-                                        f"{[k for k, o in enumerate(oversized) if o]}) from chunk {k}", model[k:k + 3],
-                                        "SSERecovery", got[k:k + 3], name))
+                    k = next(
+                        (k for k, (x, y) in enumerate(zip(got, model, strict=False)) if x != y),
+                        min(len(got), len(model)),
+                    )
+                    found.append(
+                        differ(
+                            "sse",
+                            "decoded events != the model with events over max_event skipped",
+                            f"model (native={native}, max_event={cap}, oversized events "
+                            f"{[k for k, o in enumerate(oversized) if o]}) from chunk {k}",
+                            model[k : k + 3],
+                            "SSERecovery",
+                            got[k : k + 3],
+                            name,
+                        )
+                    )
                 if recovered != model_recovered:
-                    found.append(differ("sse", ".recovered", "the model's recovered calls", model_recovered,
-                                        "SSERecovery.recovered", recovered, name))
+                    found.append(
+                        differ(
+                            "sse",
+                            ".recovered",
+                            "the model's recovered calls",
+                            model_recovered,
+                            "SSERecovery.recovered",
+                            recovered,
+                            name,
+                        )
+                    )
                 continue
             want = [canon(c) for c in layer2] + ["[DONE]"]
             if got != want:
-                k = next((k for k, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))
-                found.append(differ("sse", "decoded events != recover_stream's chunks",
-                                    f"recover_stream (native={native}) from chunk {k}", want[k:k + 3],
-                                    "SSERecovery", got[k:k + 3], name))
+                k = next(
+                    (k for k, (x, y) in enumerate(zip(got, want, strict=False)) if x != y), min(len(got), len(want))
+                )
+                found.append(
+                    differ(
+                        "sse",
+                        "decoded events != recover_stream's chunks",
+                        f"recover_stream (native={native}) from chunk {k}",
+                        want[k : k + 3],
+                        "SSERecovery",
+                        got[k : k + 3],
+                        name,
+                    )
+                )
             kept = {id(c) for c in layer2}
             pos = 0
-            for k, (chunk, raw) in enumerate(zip(chunks, sse_events(case))):
+            for k, (chunk, raw) in enumerate(zip(chunks, sse_events(case), strict=False)):
                 if id(chunk) in kept:  # recover_stream left it alone: its event goes out byte for byte
                     at = whole.find(raw, pos)
                     if at < 0:
-                        found.append(differ("sse", "unchanged event not sent byte for byte",
-                                            f"event {k} (native={native}), unchanged by recover_stream", raw,
-                                            "output", whole, name))
+                        found.append(
+                            differ(
+                                "sse",
+                                "unchanged event not sent byte for byte",
+                                f"event {k} (native={native}), unchanged by recover_stream",
+                                raw,
+                                "output",
+                                whole,
+                                name,
+                            )
+                        )
                         break
                     pos = at + len(raw)
-            n_recovered = sum(1 for c in layer2 for ch in c.get("choices") or []
-                              for t in (ch.get("delta") or {}).get("tool_calls") or []
-                              if t.get("id") and not t["id"].startswith("call_s"))
+            n_recovered = sum(
+                1
+                for c in layer2
+                for ch in c.get("choices") or []
+                for t in (ch.get("delta") or {}).get("tool_calls") or []
+                if t.get("id") and not t["id"].startswith("call_s")
+            )
             if recovered != n_recovered:
-                found.append(differ("sse", ".recovered", "recover_stream's recovered calls", n_recovered,
-                                    "SSERecovery.recovered", recovered, name))
+                found.append(
+                    differ(
+                        "sse",
+                        ".recovered",
+                        "recover_stream's recovered calls",
+                        n_recovered,
+                        "SSERecovery.recovered",
+                        recovered,
+                        name,
+                    )
+                )
             try:
                 seen = [json.loads(e[1]) for e in events(whole) if e[1] != "[DONE]"]
             except ValueError:
                 continue  # reported above: the events are not recover_stream's chunks
-            found += check_chunk_outputs("sse", name, mod, case, native, seen, expectations(mod, case),
-                                         reference(mod, case, native))
+            found += check_chunk_outputs(
+                "sse", name, mod, case, native, seen, expectations(mod, case), reference(mod, case, native)
+            )
         if ("c", native) in whole_by and ("py", native) in whole_by and whole_by["c", native] != whole_by["py", native]:
-            found.append(differ("sse", "cython != twin (bytes, ids masked)", f"cython (native={native})",
-                                whole_by["c", native], "twin", whole_by["py", native]))
+            found.append(
+                differ(
+                    "sse",
+                    "cython != twin (bytes, ids masked)",
+                    f"cython (native={native})",
+                    whole_by["c", native],
+                    "twin",
+                    whole_by["py", native],
+                )
+            )
     return found
 
 
 def describe_sse(case: dict) -> str:
     body = sse_body(case)
     cuts = [c for c in case["cuts"] if 0 < c < len(body)]
-    return (describe_stream(case) + f"\n  SSE body = {body!r}\n  cuts = {cuts}"
-            + ("  (and 1-byte splits)" if case["chars"] else "")
-            + (f"  (and at event ends: {event_cuts(case)})" if case["events"] else "")
-            + f"\n  feed types = {[k.__name__ for k in case['kinds']]}"
-            + (f"\n  max_event = {case['max_event']} (event sizes {event_sizes(case)})"
-               if case.get("max_event") else ""))
+    return (
+        describe_stream(case)
+        + f"\n  SSE body = {body!r}\n  cuts = {cuts}"
+        + ("  (and 1-byte splits)" if case["chars"] else "")
+        + (f"  (and at event ends: {event_cuts(case)})" if case["events"] else "")
+        + f"\n  feed types = {[k.__name__ for k in case['kinds']]}"
+        + (f"\n  max_event = {case['max_event']} (event sizes {event_sizes(case)})" if case.get("max_event") else "")
+    )
 
 
 def test_sse_layer_agrees():

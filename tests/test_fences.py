@@ -10,17 +10,20 @@ from .streams import feed_in_pieces
 CALL = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
 
 
-@pytest.mark.parametrize(("text", "content", "names"), [
-    (f"Write this:\n```\n{CALL}\n```\nDone.", f"Write this:\n```\n{CALL}\n```\nDone.", []),
-    (f"```xml\n{CALL}\n```", f"```xml\n{CALL}\n```", []),
-    (f"   ```\n{CALL}\n   ```", f"```\n{CALL}\n   ```", []),  # up to 3 spaces of indent
-    (f"    ```\n{CALL}", "```", ["f"]),            # 4 spaces: not a fence
-    (f"x ``` {CALL}", "x ```", ["f"]),                 # backticks inside a line: not a fence
-    (f"``not a fence``\n{CALL}", "``not a fence``", ["f"]),
-    (f"```py\nprint(1)\n```\n{CALL}", "```py\nprint(1)\n```", ["f"]),  # after the fence closes
-    (f"```\nunclosed\n{CALL}", f"```\nunclosed\n{CALL}", []),  # a fence never closed runs to the end
-    (f"{CALL}```\n{CALL}", "```", ["f", "f"]),          # a removed block is not a line start
-])
+@pytest.mark.parametrize(
+    ("text", "content", "names"),
+    [
+        (f"Write this:\n```\n{CALL}\n```\nDone.", f"Write this:\n```\n{CALL}\n```\nDone.", []),
+        (f"```xml\n{CALL}\n```", f"```xml\n{CALL}\n```", []),
+        (f"   ```\n{CALL}\n   ```", f"```\n{CALL}\n   ```", []),  # up to 3 spaces of indent
+        (f"    ```\n{CALL}", "```", ["f"]),  # 4 spaces: not a fence
+        (f"x ``` {CALL}", "x ```", ["f"]),  # backticks inside a line: not a fence
+        (f"``not a fence``\n{CALL}", "``not a fence``", ["f"]),
+        (f"```py\nprint(1)\n```\n{CALL}", "```py\nprint(1)\n```", ["f"]),  # after the fence closes
+        (f"```\nunclosed\n{CALL}", f"```\nunclosed\n{CALL}", []),  # a fence never closed runs to the end
+        (f"{CALL}```\n{CALL}", "```", ["f", "f"]),  # a removed block is not a line start
+    ],
+)
 def test_fenced_markup_is_text(impl, tc, text, content, names):
     parsed = tc.parse(text)
     assert parsed.content == content
@@ -46,8 +49,9 @@ def test_a_backtick_run_at_a_line_start_is_held_until_decided(impl):
     assert s.calls == []
 
 
-TEXTS = st.lists(st.sampled_from(["```", "`", "``", "\n", "   ", "    ", "x", CALL, "<tool_", "call>", "py\n"]),
-                 max_size=12).map("".join)
+TEXTS = st.lists(
+    st.sampled_from(["```", "`", "``", "\n", "   ", "    ", "x", CALL, "<tool_", "call>", "py\n"]), max_size=12
+).map("".join)
 
 
 @pytest.mark.parametrize("mod", IMPLS)

@@ -26,8 +26,11 @@ PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 def chunks_of(deltas, index=0):
-    return [chunk("", role="assistant", index=index), *(chunk(d, index=index) for d in deltas),
-            chunk(finish="stop", index=index)]
+    return [
+        chunk("", role="assistant", index=index),
+        *(chunk(d, index=index) for d in deltas),
+        chunk(finish="stop", index=index),
+    ]
 
 
 def through_chunks(deltas, **options):
@@ -47,12 +50,12 @@ def through_sse(deltas, cuts=(), **options):
 
 FENCE_CASES = [
     # (deltas, calls a reader expects: markup inside a ``` fence is quoted text, not a call)
-    (["```\n", CALL + "\n```"], 0),                   # the fence opens in a delta of its own
-    (["```\n<b>x</b>\n", "```\n", CALL], 1),           # the fence closes in a delta of its own
-    (["abc", "```\n", CALL], 1),                      # backticks in mid-line (the line began earlier): no fence
-    (["x\n", "   ", "```\n", CALL, "\n```"], 0),       # three spaces before the backticks: a fence
-    (["x\n", "    ", "```\n", CALL], 1),              # four spaces: no fence
-    (["Hello", "\n", "abc", "```\n", CALL], 1),        # "abc" is skipped by the SSE screen once it knows the shape
+    (["```\n", CALL + "\n```"], 0),  # the fence opens in a delta of its own
+    (["```\n<b>x</b>\n", "```\n", CALL], 1),  # the fence closes in a delta of its own
+    (["abc", "```\n", CALL], 1),  # backticks in mid-line (the line began earlier): no fence
+    (["x\n", "   ", "```\n", CALL, "\n```"], 0),  # three spaces before the backticks: a fence
+    (["x\n", "    ", "```\n", CALL], 1),  # four spaces: no fence
+    (["Hello", "\n", "abc", "```\n", CALL], 1),  # "abc" is skipped by the SSE screen once it knows the shape
     (["Hello", " there", "\n", "```\n", CALL, "\n", "```", "\n", "bye"], 0),
 ]
 
@@ -85,7 +88,8 @@ def test_the_screens_are_derived_from_the_table_and_the_fence_setting(impl):
         assert set(screen_for(table, True).starts) == firsts | {"`"}
         assert ChunkRecovery(native=True, has_tools=True, formats=formats).starts == screen_for(table, True).starts
         assert ChunkRecovery(native=True, has_tools=True, formats=formats, code_fences=False).starts == (
-            screen_for(table, False).starts)
+            screen_for(table, False).starts
+        )
     tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
     bare = screen_for(table_for(None), False, True)  # tools given: a message may start with a bare JSON call
     assert set(bare.starts) == {lit[0] for lit in table_for(None).literals} | set("`{[") and bare.fences
@@ -104,7 +108,7 @@ FENCE_PIECES = ["```", "````", "`", "\n", "\r\n", " ", "   ", "abc", CALL, "<b>"
 def test_any_deltas_around_fences_give_what_parse_gives(impl, pieces, data):
     text = "".join(pieces)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
-    deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if b > a]
+    deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=False) if b > a]
     expected = parse(text)
     want = (expected.content, [(c.name, c.arguments) for c in expected.calls])
     content, calls, _ = through_chunks(deltas)
@@ -150,6 +154,7 @@ def test_memory_stays_flat_however_many_format_sets_are_used(impl):
 
 # -- SSE events over the cap: one rule for any read sizes ------------------------------------------------
 
+
 def _big_event_stream(size, nl):
     text = "x" * size + CALL
     body = stream([chunk("", role="assistant"), chunk("Hi "), chunk(text), chunk(" bye"), chunk(finish="stop")])
@@ -159,10 +164,12 @@ def _big_event_stream(size, nl):
 @pytest.mark.parametrize("nl", [b"\n", b"\r\n", b"\r"])
 def test_an_event_over_max_event_passes_verbatim_whatever_the_read_sizes(impl, nl):
     raw = _big_event_stream(300, nl)
-    big = [e for e in raw.split(nl + nl) if b"xxx" in e][0] + nl + nl
+    big = next(e for e in raw.split(nl + nl) if b"xxx" in e) + nl + nl
     for max_event in (100, len(big) - 2 * len(nl) - 1):  # the event's bytes before its blank line: one over
-        outs = {masked(recover(raw, cuts, max_event=max_event))
-                for cuts in ((), range(1, len(raw)), range(4, len(raw), 4), range(97, len(raw), 97))}
+        outs = {
+            masked(recover(raw, cuts, max_event=max_event))
+            for cuts in ((), range(1, len(raw)), range(4, len(raw), 4), range(97, len(raw), 97))
+        }
         assert len(outs) == 1
         out = outs.pop()
         assert big in out  # verbatim, markup and all: an oversized event is neither decoded nor scrubbed
@@ -174,8 +181,12 @@ def test_an_event_over_max_event_passes_verbatim_whatever_the_read_sizes(impl, n
 
 
 @PROPERTY
-@given(st.lists(st.tuples(st.integers(0, 60), st.booleans()), min_size=1, max_size=6),
-       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.integers(20, 90), st.data())
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.booleans()), min_size=1, max_size=6),
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    st.integers(20, 90),
+    st.data(),
+)
 def test_events_near_the_cap_give_the_same_bytes_for_any_split(impl, sizes, nl, max_event, data):
     pieces = [("y" * n) + (CALL if markup else "") for n, markup in sizes]
     raw = stream([chunk(p) for p in pieces] + [chunk(finish="stop")]).replace(b"\n", nl)
@@ -184,6 +195,7 @@ def test_events_near_the_cap_give_the_same_bytes_for_any_split(impl, sizes, nl, 
 
 
 # -- bounded state per stream ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("code_fences", [True, False])
 def test_at_most_max_choices_are_open_at_once(impl, code_fences):
@@ -200,7 +212,8 @@ def test_at_most_max_choices_are_open_at_once(impl, code_fences):
     assert r.push(too_many) == [too_many]
     out = r.push(chunk(CALL, index=3))  # choice 3 was untouched by the refused chunk
     assert [c["choices"][0]["delta"].get("tool_calls", [{}])[0].get("function", {}).get("name") for c in out] == [
-        "lookup"]
+        "lookup"
+    ]
 
 
 def test_over_max_choices_an_sse_event_is_relayed_unrecovered(impl):
@@ -212,6 +225,7 @@ def test_over_max_choices_an_sse_event_is_relayed_unrecovered(impl):
 
 
 # -- one scrubber, one thread at a time --------------------------------------------------------------------
+
 
 def test_a_scrubber_called_from_two_threads_at_once_raises(impl, monkeypatch):
     entered, release = threading.Event(), threading.Event()

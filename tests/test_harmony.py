@@ -10,8 +10,10 @@ from .conftest import IMPLS
 from .streams import feed_in_pieces
 
 ANALYSIS = "<|channel|>analysis<|message|>The user wants the weather; call the tool.<|end|>"
-CALL = ("<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
-        '{"location": "Paris"}<|call|>')
+CALL = (
+    "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+    '{"location": "Paris"}<|call|>'
+)
 FINAL = "<|start|>assistant<|channel|>final<|message|>It is sunny in Paris.<|return|>"
 
 
@@ -19,17 +21,28 @@ def calls(parsed):
     return [(c.name, json.loads(c.arguments)) for c in parsed.calls]
 
 
-@pytest.mark.parametrize(("text", "content", "reasoning", "expected"), [
-    (ANALYSIS + CALL, "", "The user wants the weather; call the tool.", [("get_weather", {"location": "Paris"})]),
-    (ANALYSIS + FINAL, "It is sunny in Paris.", "The user wants the weather; call the tool.", []),
-    ('<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"location": "Oslo"}<|call|>',
-     "", "", [("get_weather", {"location": "Oslo"})]),
-    ('<|channel|>commentary to=functions.lookup<|message|>{"q": 1}<|call|>', "", "", [("lookup", {"q": 1})]),
-    ("<|channel|>commentary<|message|>Let me check.<|end|>" + CALL, "Let me check.", "",
-     [("get_weather", {"location": "Paris"})]),
-    ("Use <|channel|>commentary to send a preamble.", "Use <|channel|>commentary to send a preamble.", "", []),
-    ("<|channel|>commentary to=functions.f <|constrain|>json<|message|>[1]<|call|>", "", "", []),  # not an object
-])
+@pytest.mark.parametrize(
+    ("text", "content", "reasoning", "expected"),
+    [
+        (ANALYSIS + CALL, "", "The user wants the weather; call the tool.", [("get_weather", {"location": "Paris"})]),
+        (ANALYSIS + FINAL, "It is sunny in Paris.", "The user wants the weather; call the tool.", []),
+        (
+            '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"location": "Oslo"}<|call|>',
+            "",
+            "",
+            [("get_weather", {"location": "Oslo"})],
+        ),
+        ('<|channel|>commentary to=functions.lookup<|message|>{"q": 1}<|call|>', "", "", [("lookup", {"q": 1})]),
+        (
+            "<|channel|>commentary<|message|>Let me check.<|end|>" + CALL,
+            "Let me check.",
+            "",
+            [("get_weather", {"location": "Paris"})],
+        ),
+        ("Use <|channel|>commentary to send a preamble.", "Use <|channel|>commentary to send a preamble.", "", []),
+        ("<|channel|>commentary to=functions.f <|constrain|>json<|message|>[1]<|call|>", "", "", []),  # not an object
+    ],
+)
 def test_harmony(impl, tc, text, content, reasoning, expected):
     parsed = tc.parse(text)
     assert parsed.content == content
@@ -42,8 +55,20 @@ def test_harmony_can_be_turned_off(impl, tc):
     assert tc.parse(ANALYSIS + CALL, formats=formats).calls == []
 
 
-PIECES = st.sampled_from([ANALYSIS, CALL, FINAL, "<|end|>", "<|start|>assistant", " text ", "<|channel|>",
-                          "<|message|>", "<|call|>", "to=functions.f "])
+PIECES = st.sampled_from(
+    [
+        ANALYSIS,
+        CALL,
+        FINAL,
+        "<|end|>",
+        "<|start|>assistant",
+        " text ",
+        "<|channel|>",
+        "<|message|>",
+        "<|call|>",
+        "to=functions.f ",
+    ]
+)
 
 
 @pytest.mark.parametrize("mod", IMPLS)
@@ -56,53 +81,93 @@ def test_any_split_of_harmony_text_equals_the_whole(mod, data, text):
 
 # --- special tokens stripped or mangled (issue 8, class 2) -------------------------------------------------
 
-TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
-         for n in ("get_weather", "Web Search", "shell")]
+TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in ("get_weather", "Web Search", "shell")
+]
 
 
-@pytest.mark.parametrize(("text", "tools", "expected"), [
-    # a tool name with spaces, delimited by the next special token
-    ('<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{"q": "x"}<|call|>',
-     None, [("Web Search", {"q": "x"})]),
-    ('<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{"q": "x"}<|call|>',
-     TOOLS, [("Web Search", {"q": "x"})]),
-    ('<|start|>assistant to=functions.Web Search<|channel|>commentary json<|message|>{"q": "x"}<|call|>',
-     None, [("Web Search", {"q": "x"})]),
-    # the content type written after the name, before <|message|> (llama.cpp's form)
-    ('<|channel|>commentary to=functions.get_weather json<|message|>{"city": "Paris"}<|call|>', None,
-     [("get_weather", {"city": "Paris"})]),
-    # "json" glued to the name: read off only when the request's tools say so
-    ('<|channel|>commentary to=functions.shelljson<|message|>{"cmd": "ls"}<|call|>', TOOLS, [("shell", {"cmd": "ls"})]),
-    ('<|channel|>commentary to=functions.shelljson<|message|>{"cmd": "ls"}<|call|>', None,
-     [("shelljson", {"cmd": "ls"})]),
-    # <|message|> stripped: the arguments are the object from the first brace
-    ('<|channel|>commentary to=functions.get_weather <|constrain|>json{"city": "Paris"}<|call|>', None,
-     [("get_weather", {"city": "Paris"})]),
-    # a <|start|>assistant prefix before the channel
-    ('<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}'
-     "<|call|>", None, [("get_weather", {"city": "Oslo"})]),
-])
+@pytest.mark.parametrize(
+    ("text", "tools", "expected"),
+    [
+        # a tool name with spaces, delimited by the next special token
+        (
+            '<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{"q": "x"}<|call|>',
+            None,
+            [("Web Search", {"q": "x"})],
+        ),
+        (
+            '<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{"q": "x"}<|call|>',
+            TOOLS,
+            [("Web Search", {"q": "x"})],
+        ),
+        (
+            '<|start|>assistant to=functions.Web Search<|channel|>commentary json<|message|>{"q": "x"}<|call|>',
+            None,
+            [("Web Search", {"q": "x"})],
+        ),
+        # the content type written after the name, before <|message|> (llama.cpp's form)
+        (
+            '<|channel|>commentary to=functions.get_weather json<|message|>{"city": "Paris"}<|call|>',
+            None,
+            [("get_weather", {"city": "Paris"})],
+        ),
+        # "json" glued to the name: read off only when the request's tools say so
+        (
+            '<|channel|>commentary to=functions.shelljson<|message|>{"cmd": "ls"}<|call|>',
+            TOOLS,
+            [("shell", {"cmd": "ls"})],
+        ),
+        (
+            '<|channel|>commentary to=functions.shelljson<|message|>{"cmd": "ls"}<|call|>',
+            None,
+            [("shelljson", {"cmd": "ls"})],
+        ),
+        # <|message|> stripped: the arguments are the object from the first brace
+        (
+            '<|channel|>commentary to=functions.get_weather <|constrain|>json{"city": "Paris"}<|call|>',
+            None,
+            [("get_weather", {"city": "Paris"})],
+        ),
+        # a <|start|>assistant prefix before the channel
+        (
+            '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}'
+            "<|call|>",
+            None,
+            [("get_weather", {"city": "Oslo"})],
+        ),
+    ],
+)
 def test_harmony_mangled_headers(impl, tc, text, tools, expected):
     parsed = tc.parse(text, tools=tools)
     assert calls(parsed) == expected and parsed.content == ""
 
 
 def test_the_analysis_channel_stays_reasoning_before_a_mangled_call(impl, tc):
-    text = ANALYSIS + '<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{}<|call|>'
+    text = (
+        ANALYSIS
+        + "<|start|>assistant<|channel|>commentary to=functions.Web Search <|constrain|>json<|message|>{}<|call|>"
+    )
     parsed = tc.parse(text)
     assert parsed.reasoning == "The user wants the weather; call the tool." and calls(parsed) == [("Web Search", {})]
 
 
-@pytest.mark.parametrize(("opener", "body", "expected"), [
-    # a body that ends at the end of its JSON (generation stopped before <|call|>)
-    ("<|channel|>commentary to=functions.Web Search <|constrain|>", 'json<|message|>{ "query": "x", "n": 10 }',
-     [("Web Search", {"query": "x", "n": 10})]),
-    ("<|channel|>commentary to=functions.f <|constrain|>", "json<|message|>{}\n", [("f", {})]),
-    ("<|start|>assistant to=functions.f<|channel|>", "commentary json<|message|>", [("f", {})]),
-    ("<|channel|>commentary to=functions.f <|constrain|>", 'json<|message|>{"a": ', []),  # cut mid-value
-    ("<|channel|>commentary to=functions.f <|constrain|>", 'json<|message|>{"a": 1} more', []),
-    ("<|channel|>commentary<|message|>", "Let me check.", []),  # no recipient
-])
+@pytest.mark.parametrize(
+    ("opener", "body", "expected"),
+    [
+        # a body that ends at the end of its JSON (generation stopped before <|call|>)
+        (
+            "<|channel|>commentary to=functions.Web Search <|constrain|>",
+            'json<|message|>{ "query": "x", "n": 10 }',
+            [("Web Search", {"query": "x", "n": 10})],
+        ),
+        ("<|channel|>commentary to=functions.f <|constrain|>", "json<|message|>{}\n", [("f", {})]),
+        ("<|start|>assistant to=functions.f<|channel|>", "commentary json<|message|>", [("f", {})]),
+        ("<|channel|>commentary to=functions.f <|constrain|>", 'json<|message|>{"a": ', []),  # cut mid-value
+        ("<|channel|>commentary to=functions.f <|constrain|>", 'json<|message|>{"a": 1} more', []),
+        ("<|channel|>commentary<|message|>", "Let me check.", []),  # no recipient
+    ],
+)
 def test_the_grammar_reads_a_body_without_its_closer(opener, body, expected):
     from textcalls.dialects import GRAMMARS, Context
 
@@ -115,27 +180,46 @@ def test_the_grammar_reads_a_body_without_its_closer(opener, body, expected):
 WITH_TEXT = [name for name, on in __import__("textcalls").DIALECTS.items() if on] + ["harmony_text"]
 
 
-@pytest.mark.parametrize(("text", "tools", "content", "expected"), [
-    ('commentary to=functions.get_weather json{"city": "Paris"}', None, "", [("get_weather", {"city": "Paris"})]),
-    ('Checking. commentary to=functions.get_weather json{"city": "Paris"} Done.', None, "Checking.  Done.",
-     [("get_weather", {"city": "Paris"})]),
-    ('to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>', None, "",
-     [("get_weather", {"city": "Paris"})]),
-    ('commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}', None, "",
-     [("get_weather", {"city": "Paris"})]),
-    # recipient first, <|channel|> stripped between the name and "commentary"
-    ('assistant to=functions.get_weathercommentary json{"city": "Paris"}', None, "assistant",
-     [("get_weather", {"city": "Paris"})]),
-    ('to=functions.Web Search json{"q": 1}', TOOLS, "", [("Web Search", {"q": 1})]),
-    ('to=functions.Web Search <|constrain|>json<|message|>{"q": 1}', None, "", [("Web Search", {"q": 1})]),
-    # prose
-    ('to=functions.Web Search json{"q": 1}', None, 'to=functions.Web Search json{"q": 1}', []),
-    ('send to=functions team and {"a": 1} ok', None, 'send to=functions team and {"a": 1} ok', []),
-    ('path_to=foo {"a": 1}', None, 'path_to=foo {"a": 1}', []),
-    ('x to=functions.f then {"a": 1}', None, 'x to=functions.f then {"a": 1}', []),
-    ("to=functions.f json[1]", None, "to=functions.f json[1]", []),
-    ("redirect to=functions.f", None, "redirect to=functions.f", []),
-])
+@pytest.mark.parametrize(
+    ("text", "tools", "content", "expected"),
+    [
+        ('commentary to=functions.get_weather json{"city": "Paris"}', None, "", [("get_weather", {"city": "Paris"})]),
+        (
+            'Checking. commentary to=functions.get_weather json{"city": "Paris"} Done.',
+            None,
+            "Checking.  Done.",
+            [("get_weather", {"city": "Paris"})],
+        ),
+        (
+            'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
+            None,
+            "",
+            [("get_weather", {"city": "Paris"})],
+        ),
+        (
+            'commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}',
+            None,
+            "",
+            [("get_weather", {"city": "Paris"})],
+        ),
+        # recipient first, <|channel|> stripped between the name and "commentary"
+        (
+            'assistant to=functions.get_weathercommentary json{"city": "Paris"}',
+            None,
+            "assistant",
+            [("get_weather", {"city": "Paris"})],
+        ),
+        ('to=functions.Web Search json{"q": 1}', TOOLS, "", [("Web Search", {"q": 1})]),
+        ('to=functions.Web Search <|constrain|>json<|message|>{"q": 1}', None, "", [("Web Search", {"q": 1})]),
+        # prose
+        ('to=functions.Web Search json{"q": 1}', None, 'to=functions.Web Search json{"q": 1}', []),
+        ('send to=functions team and {"a": 1} ok', None, 'send to=functions team and {"a": 1} ok', []),
+        ('path_to=foo {"a": 1}', None, 'path_to=foo {"a": 1}', []),
+        ('x to=functions.f then {"a": 1}', None, 'x to=functions.f then {"a": 1}', []),
+        ("to=functions.f json[1]", None, "to=functions.f json[1]", []),
+        ("redirect to=functions.f", None, "redirect to=functions.f", []),
+    ],
+)
 def test_harmony_text_is_opt_in(impl, tc, text, tools, content, expected):
     parsed = tc.parse(text, formats=WITH_TEXT, tools=tools)
     assert calls(parsed) == expected and parsed.content == content
@@ -152,17 +236,39 @@ def test_harmony_text_holds_a_tail_that_could_start_its_phrase(impl):
     assert impl.hold_from("x commentary to=", formats=WITH_TEXT) == 2
 
 
-TEXT_PIECES = st.sampled_from([
-    'commentary to=functions.get_weather json{"city": "Paris"}', "to=functions.f <|constrain|>json<|message|>{}",
-    "<|call|>", "to=", "commentary ", "functions.", "f json", "{}", '{"a": "}"}', "to=func", "functo", "functools",
-    '[{"name": "g", "arguments": {}}]', " to", "c", "t", " ", "\n", CALL, ANALYSIS,
-])
+TEXT_PIECES = st.sampled_from(
+    [
+        'commentary to=functions.get_weather json{"city": "Paris"}',
+        "to=functions.f <|constrain|>json<|message|>{}",
+        "<|call|>",
+        "to=",
+        "commentary ",
+        "functions.",
+        "f json",
+        "{}",
+        '{"a": "}"}',
+        "to=func",
+        "functo",
+        "functools",
+        '[{"name": "g", "arguments": {}}]',
+        " to",
+        "c",
+        "t",
+        " ",
+        "\n",
+        CALL,
+        ANALYSIS,
+    ]
+)
 
 
 @pytest.mark.parametrize("mod", IMPLS)
 @settings(max_examples=200, deadline=None)
-@given(data=st.data(), text=st.lists(TEXT_PIECES, max_size=6).map("".join),
-       formats=st.sampled_from([WITH_TEXT, WITH_TEXT + ["phi4_mini"]]))
+@given(
+    data=st.data(),
+    text=st.lists(TEXT_PIECES, max_size=6).map("".join),
+    formats=st.sampled_from([WITH_TEXT, WITH_TEXT + ["phi4_mini"]]),
+)
 def test_any_split_with_harmony_text(mod, data, text, formats):
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12).map(sorted))
     assert feed_in_pieces(mod, text, cuts, formats=formats) == feed_in_pieces(mod, text, [], formats=formats)
@@ -170,8 +276,11 @@ def test_any_split_with_harmony_text(mod, data, text, formats):
 
 @pytest.mark.skipif(IMPLS[0].id != "c", reason="the Cython extension is disabled")
 @settings(max_examples=200, deadline=None)
-@given(data=st.data(), text=st.lists(TEXT_PIECES, max_size=6).map("".join),
-       formats=st.sampled_from([WITH_TEXT, WITH_TEXT + ["phi4_mini"]]))
+@given(
+    data=st.data(),
+    text=st.lists(TEXT_PIECES, max_size=6).map("".join),
+    formats=st.sampled_from([WITH_TEXT, WITH_TEXT + ["phi4_mini"]]),
+)
 def test_twin_agrees_with_harmony_text(data, text, formats):
     from textcalls import _scan_py
 

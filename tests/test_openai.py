@@ -11,7 +11,10 @@ STRUCTURED = {"id": "call_native", "type": "function", "function": {"name": "nat
 
 def completion(*messages, finish="stop"):
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
         "choices": [
             {"index": i, "message": {"role": "assistant", **m}, "finish_reason": finish, "logprobs": None}
             for i, m in enumerate(messages)
@@ -20,18 +23,32 @@ def completion(*messages, finish="stop"):
     }
 
 
-@pytest.mark.parametrize(("native", "has_tools", "structured", "expected"), [
-    (False, True, 0, True), (False, True, 2, True), (True, True, 0, True), (True, True, 1, False),
-    (False, False, 0, False), (True, False, 0, False), (True, False, 3, False),
-])
+@pytest.mark.parametrize(
+    ("native", "has_tools", "structured", "expected"),
+    [
+        (False, True, 0, True),
+        (False, True, 2, True),
+        (True, True, 0, True),
+        (True, True, 1, False),
+        (False, False, 0, False),
+        (True, False, 0, False),
+        (True, False, 3, False),
+    ],
+)
 def test_should_recover_truth_table(tc, native, has_tools, structured, expected):
     assert tc.should_recover(native, has_tools, structured) is expected
 
 
-@pytest.mark.parametrize(("args", "error"), [
-    ((1, True, 0), TypeError), ((True, "yes", 0), TypeError), ((True, True, 1.0), TypeError),
-    ((True, True, True), TypeError), ((True, True, -1), ValueError),
-])
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ((1, True, 0), TypeError),
+        ((True, "yes", 0), TypeError),
+        ((True, True, 1.0), TypeError),
+        ((True, True, True), TypeError),
+        ((True, True, -1), ValueError),
+    ],
+)
 def test_should_recover_rejects_bad_input(tc, args, error):
     with pytest.raises(error):
         tc.should_recover(*args)
@@ -54,8 +71,9 @@ def test_prompt_guided_recovery(impl, tc):
 
 
 def test_content_becomes_none_when_only_markup(impl, tc):
-    out = tc.recover_response(completion({"content": '<tool_call>{"name":"f"}</tool_call>'}),
-                              native=False, has_tools=True)
+    out = tc.recover_response(
+        completion({"content": '<tool_call>{"name":"f"}</tool_call>'}), native=False, has_tools=True
+    )
     assert out["choices"][0]["message"]["content"] is None
 
 
@@ -82,8 +100,9 @@ def test_native_without_structured_calls_is_recovered(impl, tc):
 
 
 def test_prompt_guided_appends_after_existing_calls(impl, tc):
-    out = tc.recover_response(completion({"content": CALL_TEXT, "tool_calls": [STRUCTURED]}),
-                              native=False, has_tools=True)
+    out = tc.recover_response(
+        completion({"content": CALL_TEXT, "tool_calls": [STRUCTURED]}), native=False, has_tools=True
+    )
     calls = out["choices"][0]["message"]["tool_calls"]
     assert calls[0] is STRUCTURED or calls[0] == STRUCTURED
     assert [c["function"]["name"] for c in calls] == ["native", "lookup"]
@@ -97,16 +116,17 @@ def test_gate_is_per_choice(impl, tc):
 
 
 def test_malformed_block_is_scrubbed_without_a_call(impl, tc):
-    out = tc.recover_response(completion({"content": "Hi <tool_call>oops</tool_call>"}),
-                              native=False, has_tools=True)
+    out = tc.recover_response(completion({"content": "Hi <tool_call>oops</tool_call>"}), native=False, has_tools=True)
     choice = out["choices"][0]
     assert choice["message"]["content"] == "Hi"
     assert choice["finish_reason"] == "stop" and "tool_calls" not in choice["message"]
 
 
 def test_deepseek_response(impl, tc):
-    content = ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":\"Paris\"}"
-               "<｜tool▁call▁end｜><｜tool▁calls▁end｜>")
+    content = (
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city":"Paris"}'
+        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    )
     out = tc.recover_response(completion({"content": content}), native=False, has_tools=True)
     message = out["choices"][0]["message"]
     assert message["content"] is None
@@ -118,25 +138,30 @@ def test_response_without_choices_passes(impl, tc):
     assert tc.recover_response(error, native=False, has_tools=True) is error
 
 
-@pytest.mark.parametrize(("response", "where"), [
-    ([], "response must be a dict"),
-    ({"choices": {}}, r"response\['choices'\] must be a list"),
-    ({"choices": [1]}, r"response\['choices'\]\[0\] must be a dict"),
-    ({"choices": [{"message": "x"}]}, r"\['message'\] must be a dict"),
-    ({"choices": [{"message": {"content": "x", "tool_calls": {}}}]}, r"\['tool_calls'\] must be a list"),
-])
+@pytest.mark.parametrize(
+    ("response", "where"),
+    [
+        ([], "response must be a dict"),
+        ({"choices": {}}, r"response\['choices'\] must be a list"),
+        ({"choices": [1]}, r"response\['choices'\]\[0\] must be a dict"),
+        ({"choices": [{"message": "x"}]}, r"\['message'\] must be a dict"),
+        ({"choices": [{"message": {"content": "x", "tool_calls": {}}}]}, r"\['tool_calls'\] must be a list"),
+    ],
+)
 def test_recover_response_names_bad_shapes(impl, tc, response, where):
     with pytest.raises(TypeError, match=where):
         tc.recover_response(response, native=False, has_tools=True)
 
 
 def test_think_text_goes_to_reasoning_content(impl, tc):
-    out = tc.recover_response(completion({"content": "<think>plan it</think>" + CALL_TEXT}),
-                              native=False, has_tools=True)
+    out = tc.recover_response(
+        completion({"content": "<think>plan it</think>" + CALL_TEXT}), native=False, has_tools=True
+    )
     message = out["choices"][0]["message"]
     assert message["reasoning_content"] == "plan it"
     assert message["content"] == "Let me look."
-    out = tc.recover_response(completion({"content": "<think>more</think>ok", "reasoning_content": "first"}),
-                              native=False, has_tools=True)
+    out = tc.recover_response(
+        completion({"content": "<think>more</think>ok", "reasoning_content": "first"}), native=False, has_tools=True
+    )
     assert out["choices"][0]["message"]["reasoning_content"] == "first\nmore"
     assert out["choices"][0]["message"]["content"] == "ok"

@@ -13,10 +13,16 @@ def calls(parsed):
 
 
 REFERENCE = [
-    ('Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>',
-     "Let me read it.", [("read_file", {"path": "a.txt"})]),
-    ('a<tool_call>{"name":"one","arguments":{}}</tool_call>b<tool_call>{"name":"two","arguments":{"x":1}}</tool_call>c',
-     "abc", [("one", {}), ("two", {"x": 1})]),
+    (
+        'Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>',
+        "Let me read it.",
+        [("read_file", {"path": "a.txt"})],
+    ),
+    (
+        'a<tool_call>{"name":"one","arguments":{}}</tool_call>b<tool_call>{"name":"two","arguments":{"x":1}}</tool_call>c',
+        "abc",
+        [("one", {}), ("two", {"x": 1})],
+    ),
     ('<tool_call>{"name":"noargs"}</tool_call>', "", [("noargs", {})]),
     ("<tool_call>not json</tool_call>done", "done", []),
     ('text <tool_call>{"name":"x"}', 'text <tool_call>{"name":"x"}', []),
@@ -27,8 +33,11 @@ REFERENCE = [
     (DS_OPEN + '{"name":"foo","arguments":{}}' + DS_CLOSE, "", [("foo", {})]),
     ('prefix <tool_call id="call_0">\n{}\n</tool_call> suffix', "prefix  suffix", []),
     ("see the <tool_calls> list", "see the <tool_calls> list", []),
-    ('You can emit a <tool_call id="1"> block to call a tool.',
-     'You can emit a <tool_call id="1"> block to call a tool.', []),
+    (
+        'You can emit a <tool_call id="1"> block to call a tool.',
+        'You can emit a <tool_call id="1"> block to call a tool.',
+        [],
+    ),
     ("<tool_callable>x</tool_call>", "<tool_callable>x</tool_call>", []),
     ("ends with <tool_call", "ends with <tool_call", []),
 ]
@@ -44,7 +53,9 @@ def test_reference_cases(impl, tc, text, content, expected):
 def test_call_shape(impl, tc):
     (call,) = tc.parse('<tool_call>{"name": "lookup", "arguments": {"q": 1}}</tool_call>').calls
     assert call.to_openai() == {
-        "id": call.id, "type": "function", "function": {"name": "lookup", "arguments": '{"q": 1}'},
+        "id": call.id,
+        "type": "function",
+        "function": {"name": "lookup", "arguments": '{"q": 1}'},
     }
     assert call.id.startswith("call_")
 
@@ -58,7 +69,7 @@ def test_ids_are_unique(impl, tc):
 def test_removed_counts_blocks_and_markers(impl, tc):
     assert tc.parse("plain").removed == 0
     assert tc.parse("<tool_call>oops</tool_call>").removed == 1
-    text = DS_SEC_OPEN + DS_OPEN + 'f' + DS_SEP + '{"a":1}' + DS_CLOSE + DS_SEC_CLOSE
+    text = DS_SEC_OPEN + DS_OPEN + "f" + DS_SEP + '{"a":1}' + DS_CLOSE + DS_SEC_CLOSE
     assert tc.parse(text).removed == 3
 
 
@@ -72,15 +83,38 @@ def test_attribute_window_is_256_characters(impl, tc):
 
 class TestDeepSeek:
     def test_v31_with_section_wrappers(self, impl, tc):
-        text = ("Checking." + DS_SEC_OPEN + DS_OPEN + "get_weather" + DS_SEP + '{"city":"Paris"}' + DS_CLOSE
-                + DS_OPEN + "get_time" + DS_SEP + '{"tz":"CET"}' + DS_CLOSE + DS_SEC_CLOSE + " Done.")
+        text = (
+            "Checking."
+            + DS_SEC_OPEN
+            + DS_OPEN
+            + "get_weather"
+            + DS_SEP
+            + '{"city":"Paris"}'
+            + DS_CLOSE
+            + DS_OPEN
+            + "get_time"
+            + DS_SEP
+            + '{"tz":"CET"}'
+            + DS_CLOSE
+            + DS_SEC_CLOSE
+            + " Done."
+        )
         parsed = tc.parse(text)
         assert parsed.content == "Checking. Done."
         assert calls(parsed) == [("get_weather", {"city": "Paris"}), ("get_time", {"tz": "CET"})]
 
     def test_v3_typed_body_with_fence(self, impl, tc):
-        text = (DS_SEC_OPEN + "\n" + DS_OPEN + "function" + DS_SEP + "get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
-                + DS_CLOSE + "\n" + DS_SEC_CLOSE)
+        text = (
+            DS_SEC_OPEN
+            + "\n"
+            + DS_OPEN
+            + "function"
+            + DS_SEP
+            + 'get_weather\n```json\n{"city": "Oslo"}\n```'
+            + DS_CLOSE
+            + "\n"
+            + DS_SEC_CLOSE
+        )
         parsed = tc.parse(text)
         assert parsed.content == ""
         assert calls(parsed) == [("get_weather", {"city": "Oslo"})]
@@ -94,17 +128,17 @@ class TestDeepSeek:
         assert tc.parse(text).content == text
 
     def test_section_close_only_right_after_a_deepseek_call(self, impl, tc):
-        text = DS_OPEN + 'f' + DS_SEP + '{}' + DS_CLOSE + " and then " + DS_SEC_CLOSE
+        text = DS_OPEN + "f" + DS_SEP + "{}" + DS_CLOSE + " and then " + DS_SEC_CLOSE
         assert tc.parse(text).content == "and then " + DS_SEC_CLOSE
         text = '<tool_call>{"name":"f"}</tool_call>' + DS_SEC_CLOSE
         assert tc.parse(text).content == DS_SEC_CLOSE
 
     def test_section_opener_whitespace_stays(self, impl, tc):
-        text = "a " + DS_SEC_OPEN + "\n" + DS_OPEN + 'f' + DS_SEP + '{}' + DS_CLOSE + "\n" + DS_SEC_CLOSE + " b"
+        text = "a " + DS_SEC_OPEN + "\n" + DS_OPEN + "f" + DS_SEP + "{}" + DS_CLOSE + "\n" + DS_SEC_CLOSE + " b"
         assert tc.parse(text).content == "a \n\n b"
 
     def test_unterminated_deepseek_call_stays_verbatim(self, impl, tc):
-        text = "x " + DS_OPEN + 'f' + DS_SEP + '{"a":1}'
+        text = "x " + DS_OPEN + "f" + DS_SEP + '{"a":1}'
         assert tc.parse(text).content == text and tc.parse(text).calls == []
 
 
@@ -120,14 +154,13 @@ class TestBlockRules:
         assert calls(tc.parse(text)) == [("q", {"s": 'say "</tool_call>" now'})]
 
     def test_stray_quote_falls_back_to_the_first_raw_close(self, impl, tc):
-        text = ('<tool_call>{"name":"a","arguments":{"q":"it"s"}}</tool_call> then '
-                '<tool_call>{"name":"b"}</tool_call>')
+        text = '<tool_call>{"name":"a","arguments":{"q":"it"s"}}</tool_call> then <tool_call>{"name":"b"}</tool_call>'
         parsed = tc.parse(text)
         assert parsed.content == "then"  # the malformed block goes, the rest is not swallowed
         assert calls(parsed) == [("b", {})]
 
     def test_opener_met_again_makes_the_first_one_prose(self, impl, tc):
-        text = 'a ' + DS_OPEN + '{…} b <tool_call>{"name":"c"}</tool_call>'
+        text = "a " + DS_OPEN + '{…} b <tool_call>{"name":"c"}</tool_call>'
         parsed = tc.parse(text)
         assert parsed.content == "a " + DS_OPEN + "{…} b"
         assert calls(parsed) == [("c", {})]
@@ -147,8 +180,10 @@ class TestBlockRules:
         assert calls(tc.parse(text)) == [("f", {"x": DS_CLOSE})]
 
     def test_nameless_and_non_object_blocks_are_removed(self, impl, tc):
-        text = ('a<tool_call>{"arguments":{}}</tool_call>b<tool_call>{"name":"  "}</tool_call>'
-                'c<tool_call>{"name":"f","arguments":[1]}</tool_call>d<tool_call>[1,2]</tool_call>e')
+        text = (
+            'a<tool_call>{"arguments":{}}</tool_call>b<tool_call>{"name":"  "}</tool_call>'
+            'c<tool_call>{"name":"f","arguments":[1]}</tool_call>d<tool_call>[1,2]</tool_call>e'
+        )
         parsed = tc.parse(text)
         assert parsed.content == "abcde" and parsed.calls == [] and parsed.removed == 4
 
@@ -171,7 +206,7 @@ class TestMaxBlock:
         assert over.calls == [] and over.content == text and over.removed == 0
 
     def test_scanning_resumes_after_an_oversized_block(self, impl, tc):
-        big = "<tool_call>{\"s\": \"" + "y" * 50 + "\"}"
+        big = '<tool_call>{"s": "' + "y" * 50 + '"}'
         text = big + ' <tool_call>{"name":"ok"}</tool_call>'
         parsed = tc.parse(text, max_block=20)
         assert calls(parsed) == [("ok", {})]

@@ -5,33 +5,52 @@ import json
 import pytest
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("abc", 3), ("a<", 1), ("a<tool_cal", 1), ("a<tool_call", 1), ("a<tool_calls", 12),
-    ("a <tool_call x", 2), ("a<｜tool", 1), ("", 0), ("<", 0),
-    ("a<tool_call>", 12),            # a complete opener is not held by hold_from
-    ("a<tool_call|x", 1), ("a<tool_call\nx", 1),
-    ("x <tool_call a> b <tool_call c", 18),  # the first '<tool_call' has a '>' after it
-    ("a<｜tool▁calls▁end", 1), ("a<｜tool▁calls▁begin｜", 1), ("a<｜tool▁call▁begin｜>", 20),
-    ("a</tool_call", 12),           # closers are not held outside a block
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("abc", 3),
+        ("a<", 1),
+        ("a<tool_cal", 1),
+        ("a<tool_call", 1),
+        ("a<tool_calls", 12),
+        ("a <tool_call x", 2),
+        ("a<｜tool", 1),
+        ("", 0),
+        ("<", 0),
+        ("a<tool_call>", 12),  # a complete opener is not held by hold_from
+        ("a<tool_call|x", 1),
+        ("a<tool_call\nx", 1),
+        ("x <tool_call a> b <tool_call c", 18),  # the first '<tool_call' has a '>' after it
+        ("a<｜tool▁calls▁end", 1),
+        ("a<｜tool▁calls▁begin｜", 1),
+        ("a<｜tool▁call▁begin｜>", 20),
+        ("a</tool_call", 12),  # closers are not held outside a block
+    ],
+)
 def test_hold_from_values(impl, text, expected):
     # the issue's checked values, for the table they were written for (Hermes and DeepSeek)
     assert impl.hold_from(text, formats=("hermes", "deepseek")) == expected
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("a<tool_calls", 1),          # MiniMax-M1's <tool_calls> is an opener of the full table
-    ("x [TOOL_CA", 2), ("x <|python_ta", 2), ("x <minimax:tool", 2), ("x <function", 2),
-    ("x <function=get", 2),       # a tag opener waiting for its '>'
-    ("x <functions", 12),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a<tool_calls", 1),  # MiniMax-M1's <tool_calls> is an opener of the full table
+        ("x [TOOL_CA", 2),
+        ("x <|python_ta", 2),
+        ("x <minimax:tool", 2),
+        ("x <function", 2),
+        ("x <function=get", 2),  # a tag opener waiting for its '>'
+        ("x <functions", 12),
+    ],
+)
 def test_hold_from_over_every_default_dialect(impl, text, expected):
     assert impl.hold_from(text) == expected
 
 
 def test_hold_from_gives_up_after_the_attribute_window(impl):
     # The '>' must come within 256 characters after '<tool_call'.
-    assert impl.hold_from("<tool_call " + "a" * 254) == 0    # 255 after it: the next could be '>'
+    assert impl.hold_from("<tool_call " + "a" * 254) == 0  # 255 after it: the next could be '>'
     assert impl.hold_from("<tool_call " + "a" * 255) == 266  # 256 after it: too late, nothing held
 
 
@@ -46,15 +65,40 @@ def test_hold_from_rejects_non_str(impl):
 
 
 POSITIVE = [
-    "<tool_call>", "x <tool_call id=1>", "<tool_calls>", "<｜tool▁call▁begin｜>", "<｜tool▁calls▁end｜>",
-    "\\u003ctool_call>", "\\u003Ctool_call>", "\\u003c\\uff5ctool\\u2581call\\u2581begin\\uFF5C\\u003e",
-    "<\\uff5ctool▁calls▁begin｜>", "[TOOL_CALLS]", "<|tool_call_begin|>", "<minimax:tool_call>", "<think>",
-    "<\\/think>", "\\u003cthink\\u003e", "<|python_tag|>", "<function=f>",
+    "<tool_call>",
+    "x <tool_call id=1>",
+    "<tool_calls>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "\\u003ctool_call>",
+    "\\u003Ctool_call>",
+    "\\u003c\\uff5ctool\\u2581call\\u2581begin\\uFF5C\\u003e",
+    "<\\uff5ctool▁calls▁begin｜>",
+    "[TOOL_CALLS]",
+    "<|tool_call_begin|>",
+    "<minimax:tool_call>",
+    "<think>",
+    "<\\/think>",
+    "\\u003cthink\\u003e",
+    "<|python_tag|>",
+    "<function=f>",
 ]
 NEGATIVE = [
-    "", "plain text", '{"tool_calls": [], "finish_reason": "stop"}', "tool_call", "<tool call>",
-    "<|tool_call|>"[2:], "\\U003ctool_call", "｜tool_call", "<｜tool call", "tool▁call",
-    "\\uff5ctool\\u2581call", "TOOL_CALLS", "[tool_calls]", "think about it", "functions and calls",
+    "",
+    "plain text",
+    '{"tool_calls": [], "finish_reason": "stop"}',
+    "tool_call",
+    "<tool call>",
+    "<|tool_call|>"[2:],
+    "\\U003ctool_call",
+    "｜tool_call",
+    "<｜tool call",
+    "tool▁call",
+    "\\uff5ctool\\u2581call",
+    "TOOL_CALLS",
+    "[tool_calls]",
+    "think about it",
+    "functions and calls",
 ]
 
 

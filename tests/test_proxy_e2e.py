@@ -28,17 +28,23 @@ from textcalls.cli import main  # noqa: E402
 
 from .gateway_support.upstream import LoopThread, Upstream  # noqa: E402
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
 TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
 TOOLS = [WEATHER, TIME]
 MESSAGES = [{"role": "user", "content": "Weather and time in Paris?"}]
 EXPECTED = {
-    "hermes": ("I will check the weather.\n\n",
-               [("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"tz": "Europe/Paris"})]),
-    "deepseek": ("Let me look that up.",
-                 [("get_weather", {"city": "Oslo"}), ("get_time", {"tz": "Europe/Oslo"})]),
+    "hermes": (
+        "I will check the weather.\n\n",
+        [("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"tz": "Europe/Paris"})],
+    ),
+    "deepseek": ("Let me look that up.", [("get_weather", {"city": "Oslo"}), ("get_time", {"tz": "Europe/Oslo"})]),
 }
 
 
@@ -105,8 +111,9 @@ def check_calls(calls, expected):
 def test_sync_stream_is_recovered_for_any_split(impl, gateway, model):
     client = gateway.client()
     for seed in range(4):
-        stream = client.chat.completions.create(model=model, messages=MESSAGES, tools=TOOLS, stream=True,
-                                                seed=seed, stream_options={"include_usage": True})
+        stream = client.chat.completions.create(
+            model=model, messages=MESSAGES, tools=TOOLS, stream=True, seed=seed, stream_options={"include_usage": True}
+        )
         content, calls, finish, usage = collect(stream)
         assert content == EXPECTED[model][0]
         check_calls(calls, EXPECTED[model][1])
@@ -120,8 +127,9 @@ def test_sync_non_stream_is_recovered(impl, gateway, model):
     completion = raw.parse()
     message = completion.choices[0].message
     assert message.content == EXPECTED[model][0].strip()
-    check_calls([(t.id, t.function.name, json.loads(t.function.arguments)) for t in message.tool_calls],
-                EXPECTED[model][1])
+    check_calls(
+        [(t.id, t.function.name, json.loads(t.function.arguments)) for t in message.tool_calls], EXPECTED[model][1]
+    )
     assert completion.choices[0].finish_reason == "tool_calls"
     assert raw.headers["content-length"] == str(len(raw.http_response.content))
     assert raw.headers["x-upstream-trace"] == "t-json"
@@ -131,8 +139,9 @@ def test_sync_non_stream_is_recovered(impl, gateway, model):
 def test_async_stream_and_non_stream_are_recovered(impl, gateway, model):
     async def go():
         async with gateway.aclient() as client:
-            stream = await client.chat.completions.create(model=model, messages=MESSAGES, tools=TOOLS,
-                                                          stream=True, seed=11)
+            stream = await client.chat.completions.create(
+                model=model, messages=MESSAGES, tools=TOOLS, stream=True, seed=11
+            )
             chunks = [chunk async for chunk in stream]
             completion = await client.chat.completions.create(model=model, messages=MESSAGES, tools=TOOLS)
         return chunks, completion
@@ -143,45 +152,56 @@ def test_async_stream_and_non_stream_are_recovered(impl, gateway, model):
     check_calls(calls, EXPECTED[model][1])
     message = completion.choices[0].message
     assert message.content == EXPECTED[model][0].strip()
-    check_calls([(t.id, t.function.name, json.loads(t.function.arguments)) for t in message.tool_calls],
-                EXPECTED[model][1])
+    check_calls(
+        [(t.id, t.function.name, json.loads(t.function.arguments)) for t in message.tool_calls], EXPECTED[model][1]
+    )
 
 
 def test_a_call_of_a_tool_not_offered_stays_text(impl, gateway):
     client = gateway.client()
-    content, calls, finish, _ = collect(client.chat.completions.create(
-        model="hermes", messages=MESSAGES, tools=[WEATHER], stream=True, seed=6))
-    assert content == ('I will check the weather.\n\n<tool_call>\n{"name": "get_time", "arguments": '
-                       '{"tz": "Europe/Paris"}}\n</tool_call>')
+    content, calls, finish, _ = collect(
+        client.chat.completions.create(model="hermes", messages=MESSAGES, tools=[WEATHER], stream=True, seed=6)
+    )
+    assert content == (
+        'I will check the weather.\n\n<tool_call>\n{"name": "get_time", "arguments": '
+        '{"tz": "Europe/Paris"}}\n</tool_call>'
+    )
     check_calls(calls, EXPECTED["hermes"][1][:1])
     assert finish == "tool_calls"
     message = client.chat.completions.create(model="hermes", messages=MESSAGES, tools=[WEATHER]).choices[0].message
     assert message.content == content
-    check_calls([(t.id, t.function.name, json.loads(t.function.arguments)) for t in message.tool_calls],
-                EXPECTED["hermes"][1][:1])
+    check_calls(
+        [(t.id, t.function.name, json.loads(t.function.arguments)) for t in message.tool_calls],
+        EXPECTED["hermes"][1][:1],
+    )
 
 
 def test_a_non_function_tool_beside_the_offered_ones_does_not_stop_recovery(impl, gateway):
     # It is left out of the offered tools (a call naming it would stay text); the filter stays on:
     # see test_proxy_faults.py for a call of a tool that is not offered.
     tools = [*TOOLS, {"type": "custom", "custom": {"name": "grammar"}}]
-    content, calls, finish, _ = collect(gateway.client().chat.completions.create(
-        model="deepseek", messages=MESSAGES, tools=tools, stream=True, seed=2))
+    content, calls, finish, _ = collect(
+        gateway.client().chat.completions.create(model="deepseek", messages=MESSAGES, tools=tools, stream=True, seed=2)
+    )
     assert content == EXPECTED["deepseek"][0] and finish == "tool_calls"
     check_calls(calls, EXPECTED["deepseek"][1])
 
 
 def test_native_keeps_a_structured_call_and_only_scrubs_the_text(impl, gateway):
-    content, calls, finish, _ = collect(gateway.client().chat.completions.create(
-        model="native", messages=MESSAGES, tools=TOOLS, stream=True, seed=3))
+    content, calls, finish, _ = collect(
+        gateway.client().chat.completions.create(model="native", messages=MESSAGES, tools=TOOLS, stream=True, seed=3)
+    )
     assert content == EXPECTED["hermes"][0]
     assert calls == [("call_native0", "lookup", {"q": "native"})]
     assert finish == "tool_calls"
 
 
 def test_prompt_guided_adds_text_calls_after_structured_ones(impl, gateway):
-    content, calls, finish, _ = collect(gateway.client(gateway.guided).chat.completions.create(
-        model="native", messages=MESSAGES, tools=TOOLS, stream=True, seed=3))
+    content, calls, finish, _ = collect(
+        gateway.client(gateway.guided).chat.completions.create(
+            model="native", messages=MESSAGES, tools=TOOLS, stream=True, seed=3
+        )
+    )
     assert content == EXPECTED["hermes"][0]
     assert calls[0] == ("call_native0", "lookup", {"q": "native"})
     check_calls(calls[1:], EXPECTED["hermes"][1])
@@ -195,7 +215,8 @@ def test_without_tools_the_sdk_gets_the_upstream_bytes(impl, gateway):
     client = gateway.client()
     for seed in (1, 2):
         with client.chat.completions.with_streaming_response.create(
-                model="hermes", messages=MESSAGES, stream=True, seed=seed) as response:
+            model="hermes", messages=MESSAGES, stream=True, seed=seed
+        ) as response:
             got = b"".join(response.iter_bytes())
         assert got == gateway.upstream.sent[-1]
         assert got.count(b"<") == 4  # both blocks still there, in pieces
@@ -204,17 +225,21 @@ def test_without_tools_the_sdk_gets_the_upstream_bytes(impl, gateway):
     assert raw.headers["content-length"] == str(len(gateway.upstream.sent[-1]))
 
     async def astream():
-        async with gateway.aclient() as aclient:
-            async with aclient.chat.completions.with_streaming_response.create(
-                    model="deepseek", messages=MESSAGES, stream=True, seed=5) as response:
-                return b"".join([b async for b in response.iter_bytes()])
+        async with (
+            gateway.aclient() as aclient,
+            aclient.chat.completions.with_streaming_response.create(
+                model="deepseek", messages=MESSAGES, stream=True, seed=5
+            ) as response,
+        ):
+            return b"".join([b async for b in response.iter_bytes()])
 
     assert asyncio.run(astream()) == gateway.upstream.sent[-1]
 
 
 def test_with_tools_but_no_markup_the_bytes_are_unchanged(impl, gateway):
     with gateway.client().chat.completions.with_streaming_response.create(
-            model="plain", messages=MESSAGES, tools=TOOLS, stream=True, seed=9) as response:
+        model="plain", messages=MESSAGES, tools=TOOLS, stream=True, seed=9
+    ) as response:
         assert b"".join(response.iter_bytes()) == gateway.upstream.sent[-1]
     raw = gateway.client().chat.completions.with_raw_response.create(model="plain", messages=MESSAGES, tools=TOOLS)
     assert raw.http_response.content == gateway.upstream.sent[-1]
@@ -225,16 +250,26 @@ def test_with_tools_but_no_markup_the_bytes_are_unchanged(impl, gateway):
 
 def test_request_headers_are_relayed_and_hop_by_hop_ones_dropped(impl, gateway):
     gateway.client(default_headers={"X-Team": "blue"}).chat.completions.create(
-        model="hermes", messages=MESSAGES, tools=TOOLS)
+        model="hermes", messages=MESSAGES, tools=TOOLS
+    )
     _, _, headers, body = gateway.upstream.requests[-1]
     assert headers["Authorization"] == "Bearer sk-test"
     assert headers["X-Team"] == "blue"
     assert json.loads(body)["tools"] == TOOLS
     host, port = gateway.native.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    conn.request("POST", "/v1/echo?x=1", body=b'{"a": 1}',
-                 headers={"Connection": "close, X-Hop", "X-Hop": "1", "Keep-Alive": "timeout=5", "X-Keep": "yes",
-                          "Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/v1/echo?x=1",
+        body=b'{"a": 1}',
+        headers={
+            "Connection": "close, X-Hop",
+            "X-Hop": "1",
+            "Keep-Alive": "timeout=5",
+            "X-Keep": "yes",
+            "Content-Type": "application/json",
+        },
+    )
     response = conn.getresponse()
     assert response.status == 404
     assert json.loads(response.read()) == {"error": {"message": "no route /v1/echo"}}
@@ -261,8 +296,12 @@ def test_response_headers_are_relayed_and_hop_by_hop_ones_dropped(impl, gateway)
     assert response.getheader("X-Upstream-Trace") == "t-models"
     assert response.getheader("X-Hop") is None and response.getheader("Keep-Alive") is None
     # a recovered stream changes length as it goes: chunked, no Content-Length
-    conn.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"},
-                 body=json.dumps({"model": "hermes", "messages": MESSAGES, "tools": TOOLS, "stream": True}))
+    conn.request(
+        "POST",
+        "/v1/chat/completions",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"model": "hermes", "messages": MESSAGES, "tools": TOOLS, "stream": True}),
+    )
     response = conn.getresponse()
     body = response.read()
     assert response.getheader("Content-Length") is None
@@ -292,8 +331,12 @@ def test_upstream_errors_are_relayed(impl, gateway):
     with pytest.raises(openai.BadRequestError) as exc:
         gateway.client().chat.completions.create(model="error", messages=MESSAGES, tools=TOOLS)
     assert exc.value.status_code == 400
-    assert exc.value.body == {"message": "model 'error' is unavailable", "type": "invalid_request_error",
-                              "param": "model", "code": None}
+    assert exc.value.body == {
+        "message": "model 'error' is unavailable",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": None,
+    }
     assert exc.value.response.headers["x-upstream-trace"] == "t-400"
 
 
@@ -326,8 +369,11 @@ def test_streams_as_it_arrives_and_a_client_leaving_cancels_the_upstream(impl, g
 def test_upstream_breaking_off_is_not_a_complete_answer(impl, gateway, caplog):
     caplog.set_level(logging.WARNING, logger="textcalls.proxy")
     with pytest.raises(openai.APIConnectionError):
-        collect(gateway.client().chat.completions.create(
-            model="broken", messages=MESSAGES, tools=TOOLS, stream=True, seed=1))
+        collect(
+            gateway.client().chat.completions.create(
+                model="broken", messages=MESSAGES, tools=TOOLS, stream=True, seed=1
+            )
+        )
     assert any("upstream broke off" in r.getMessage() for r in caplog.records)
 
 
@@ -372,9 +418,22 @@ def test_the_textcalls_proxy_command(impl, gateway):
     env.pop("TEXTCALLS_NO_EXTENSIONS", None)
     if impl.__name__.endswith("_py"):
         env["TEXTCALLS_NO_EXTENSIONS"] = "1"
-    proc = subprocess.Popen([sys.executable, "-m", "textcalls", "proxy", "--upstream", gateway.upstream_url,
-                             "--listen", "127.0.0.1:0", "--prompt-guided"],
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "textcalls",
+            "proxy",
+            "--upstream",
+            gateway.upstream_url,
+            "--listen",
+            "127.0.0.1:0",
+            "--prompt-guided",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     killer = threading.Timer(60, proc.kill)  # never outlives the test
     killer.start()
     try:
@@ -383,8 +442,11 @@ def test_the_textcalls_proxy_command(impl, gateway):
         scanner = "python" if impl.__name__.endswith("_py") else "cython"
         assert f"(prompt-guided, {scanner} scanner)" in banner
         url = banner.split(" on ")[1].split(" ")[0]
-        content, calls, finish, _ = collect(gateway.client(url).chat.completions.create(
-            model="hermes", messages=MESSAGES, tools=TOOLS, stream=True, seed=4))
+        content, calls, finish, _ = collect(
+            gateway.client(url).chat.completions.create(
+                model="hermes", messages=MESSAGES, tools=TOOLS, stream=True, seed=4
+            )
+        )
         assert content == EXPECTED["hermes"][0] and finish == "tool_calls"
         check_calls(calls, EXPECTED["hermes"][1])
         assert "POST /v1/chat/completions 200 sse recovered=2" in proc.stderr.readline()
@@ -400,19 +462,32 @@ def test_the_textcalls_proxy_command(impl, gateway):
         proc.stderr.close()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ([], "textcalls proxy: error: the following arguments are required: --upstream\n"),
-    (["--upstream", "ftp://x"],
-     "textcalls proxy: error: upstream must be an http(s) URL like http://127.0.0.1:8000, not 'ftp://x'\n"),
-    (["--upstream", "http://h:99999"],
-     "textcalls proxy: error: upstream 'http://h:99999' is not a valid URL: Port out of range 0-65535\n"),
-    (["--upstream", "http://h", "--listen", "8787"],
-     "textcalls proxy: error: --listen must be HOST:PORT with a port from 0 to 65535, not '8787'\n"),
-    (["--upstream", "http://h", "--listen", "h:x"],
-     "textcalls proxy: error: --listen must be HOST:PORT with a port from 0 to 65535, not 'h:x'\n"),
-    (["--upstream", "http://h", "--native", "--prompt-guided"],
-     "textcalls proxy: error: argument --prompt-guided: not allowed with argument --native\n"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "textcalls proxy: error: the following arguments are required: --upstream\n"),
+        (
+            ["--upstream", "ftp://x"],
+            "textcalls proxy: error: upstream must be an http(s) URL like http://127.0.0.1:8000, not 'ftp://x'\n",
+        ),
+        (
+            ["--upstream", "http://h:99999"],
+            "textcalls proxy: error: upstream 'http://h:99999' is not a valid URL: Port out of range 0-65535\n",
+        ),
+        (
+            ["--upstream", "http://h", "--listen", "8787"],
+            "textcalls proxy: error: --listen must be HOST:PORT with a port from 0 to 65535, not '8787'\n",
+        ),
+        (
+            ["--upstream", "http://h", "--listen", "h:x"],
+            "textcalls proxy: error: --listen must be HOST:PORT with a port from 0 to 65535, not 'h:x'\n",
+        ),
+        (
+            ["--upstream", "http://h", "--native", "--prompt-guided"],
+            "textcalls proxy: error: argument --prompt-guided: not allowed with argument --native\n",
+        ),
+    ],
+)
 def test_bad_command_lines_are_one_line_and_exit_2(capsys, args, message):
     with pytest.raises(SystemExit) as exc:
         main(["proxy", *args])
@@ -438,4 +513,5 @@ def test_without_aiohttp_the_command_says_what_to_install(capsys, monkeypatch):
         main(["proxy", "--upstream", "http://127.0.0.1:1"])
     assert exc.value.code == 1
     assert capsys.readouterr().err == (
-        "textcalls proxy: error: the textcalls proxy needs aiohttp: pip install 'textcalls[proxy]'\n")
+        "textcalls proxy: error: the textcalls proxy needs aiohttp: pip install 'textcalls[proxy]'\n"
+    )

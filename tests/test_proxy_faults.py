@@ -20,14 +20,16 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="the proxy runs on aiohttp")
 
-from textcalls import proxy  # noqa: E402
-from textcalls.cli import main  # noqa: E402
+from textcalls import proxy
+from textcalls.cli import main
 
-from .gateway_support.raw_upstream import RawUpstream, answer, content, event, head  # noqa: E402
-from .gateway_support.upstream import LoopThread  # noqa: E402
+from .gateway_support.raw_upstream import RawUpstream, answer, content, event, head
+from .gateway_support.upstream import LoopThread
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+}
 TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
 TOOLS = [WEATHER, TIME]
 ROLE = event({"role": "assistant", "content": ""})
@@ -61,7 +63,7 @@ def _parse(buf: bytes, bodiless: bool = False):
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
-    rest = buf[end + 4:]
+    rest = buf[end + 4 :]
     if bodiless:
         return status, headers, rest, True
     if headers.get("transfer-encoding", "").lower() == "chunked":
@@ -74,8 +76,8 @@ def _parse(buf: bytes, bodiless: bool = False):
             if len(rest) < nl + 2 + size + 2:
                 return status, headers, b"".join(body), False
             if size == 0:
-                return status, headers, b"".join(body), rest[nl + 2:nl + 4] == b"\r\n"
-            body.append(rest[nl + 2:nl + 2 + size])
+                return status, headers, b"".join(body), rest[nl + 2 : nl + 4] == b"\r\n"
+            body.append(rest[nl + 2 : nl + 2 + size])
             pos = nl + 2 + size + 2
     if "content-length" in headers:
         n = int(headers["content-length"])
@@ -274,8 +276,7 @@ BAD_TARGETS = [
 
 @pytest.mark.parametrize("upstream_kind", ["with a port", "without a port"])
 @pytest.mark.parametrize(("method", "target"), BAD_TARGETS)
-def test_a_target_that_is_not_a_path_is_a_400_and_never_reaches_the_upstream(net, logs, method, target,
-                                                                              upstream_kind):
+def test_a_target_that_is_not_a_path_is_a_400_and_never_reaches_the_upstream(net, logs, method, target, upstream_kind):
     stub = net.upstream(script_of([b"{}"], framing="length", content_type="application/json"))
     stub_port = int(stub.url.rsplit(":", 1)[1])
     # Without a port: http://localhost (port 80). Contacting it would be a 502 (or whatever answers
@@ -293,10 +294,12 @@ def test_a_target_that_is_not_a_path_is_a_400_and_never_reaches_the_upstream(net
     assert wait_until(lambda: any(f"{method} {target} 400 bad request target" in m for m in logs()))
 
 
-@pytest.mark.parametrize(("upstream_kind", "target"), [("without a port", "munity://x/v1/models"),
-                                                     ("with a port", "http://x/v1/models")])
-def test_without_the_target_rule_the_origin_check_alone_keeps_the_upstream(net, logs, monkeypatch, upstream_kind,
-                                                                           target):
+@pytest.mark.parametrize(
+    ("upstream_kind", "target"), [("without a port", "munity://x/v1/models"), ("with a port", "http://x/v1/models")]
+)
+def test_without_the_target_rule_the_origin_check_alone_keeps_the_upstream(
+    net, logs, monkeypatch, upstream_kind, target
+):
     # Defence in depth: with the origin-form rule switched off, the URL built from the target is
     # still refused when its scheme, host or port is not the upstream's.
     monkeypatch.setattr(proxy, "_origin_form", lambda target: True)
@@ -304,8 +307,7 @@ def test_without_the_target_rule_the_origin_check_alone_keeps_the_upstream(net, 
     port = net.proxy(stub.url if upstream_kind == "with a port" else "http://localhost")
     error_of(send(port, http("GET", target)), 400, "invalid_request_error")
     assert stub.connections == 0
-    assert wait_until(lambda: any("the target would change the upstream's origin" in m
-                                  for m in logs(logging.WARNING)))
+    assert wait_until(lambda: any("the target would change the upstream's origin" in m for m in logs(logging.WARNING)))
 
 
 def test_paths_are_relayed_to_the_upstream_and_only_there(net):
@@ -429,8 +431,10 @@ def test_an_upstream_that_cannot_be_connected_to_in_time_is_a_502():
 def test_stalled_chat_bodies_get_a_408_and_are_closed_without_reaching_the_upstream(net, logs):
     stub = net.upstream(never_answer)
     port = net.proxy(stub.url, body_timeout=0.5)
-    request = http("POST", "/v1/chat/completions", None, {"Content-Type": "application/json",
-                                                          "Content-Length": "100"}) + b'{"model": '
+    request = (
+        http("POST", "/v1/chat/completions", None, {"Content-Type": "application/json", "Content-Length": "100"})
+        + b'{"model": '
+    )
     started = time.monotonic()
     sockets = []
     try:
@@ -569,8 +573,7 @@ def test_a_client_leaving_mid_stream_cancels_the_upstream_request(impl, net, log
 
 def test_an_event_over_max_event_is_relayed_byte_for_byte_and_the_rest_recovered(impl, net):
     big = content("x" * 8000)
-    stub = net.upstream(script_of([ROLE, content("Hi "), big, *CALL, FINISH, DONE], framing="chunked",
-                                  pause=0.005))
+    stub = net.upstream(script_of([ROLE, content("Hi "), big, *CALL, FINISH, DONE], framing="chunked", pause=0.005))
     port = net.proxy(stub.url, max_event=1024)
     reply = send(port, chat())
     assert reply.status == 200 and reply.complete
@@ -581,8 +584,9 @@ def test_an_event_over_max_event_is_relayed_byte_for_byte_and_the_rest_recovered
 
 def test_a_stream_cut_inside_an_oversized_event_is_a_broken_answer(impl, net):
     big = content("y" * 8000)
-    stub = net.upstream(script_of([ROLE, content("Hi "), big[:3000], big[3000:5000]], framing="close",
-                                  end="close", pause=0.01))
+    stub = net.upstream(
+        script_of([ROLE, content("Hi "), big[:3000], big[3000:5000]], framing="close", end="close", pause=0.01)
+    )
     port = net.proxy(stub.url, max_event=1024)
     reply = send(port, chat())
     assert reply.status == 200 and not reply.complete and reply.closed
@@ -600,8 +604,18 @@ ODD = [
 
 
 def test_invalid_json_and_non_utf8_events_are_relayed_byte_for_byte(impl, net):
-    pieces = [ROLE, content("A "), ODD[0], ODD[1], content('<tool_call>{"name": "get_weather", '), ODD[2],
-              content('"arguments": {"city": "Oslo"}}</tool_call> B'), *ODD[3:], FINISH, DONE]
+    pieces = [
+        ROLE,
+        content("A "),
+        ODD[0],
+        ODD[1],
+        content('<tool_call>{"name": "get_weather", '),
+        ODD[2],
+        content('"arguments": {"city": "Oslo"}}</tool_call> B'),
+        *ODD[3:],
+        FINISH,
+        DONE,
+    ]
     stub = net.upstream(script_of(pieces, framing="chunked", pause=0.005))
     port = net.proxy(stub.url)
     reply = send(port, chat())
@@ -614,26 +628,52 @@ def test_invalid_json_and_non_utf8_events_are_relayed_byte_for_byte(impl, net):
 
 # --- the request's tools ---------------------------------------------------------------------------
 
-ANSWER = [ROLE, content("Checking."), content('<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}'
-                                              '</tool_call>'),
-          content('<tool_call>{"name": "grammar", "arguments": {}}</tool_call>'), FINISH, DONE]
+ANSWER = [
+    ROLE,
+    content("Checking."),
+    content('<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>'),
+    content('<tool_call>{"name": "grammar", "arguments": {}}</tool_call>'),
+    FINISH,
+    DONE,
+]
 
 
-@pytest.mark.parametrize(("tools", "why"), [
-    ([1, 2], "tools[0] is a number, not a tool"),
-    ([WEATHER, "get_time"], "tools[1] is a string, not a tool"),
-    ([WEATHER, {"type": "function", "function": {"description": "no name"}}],
-     "tools[1] is a function tool without a function name"),
-    ([WEATHER, {"type": "function", "function": {"name": ""}}], "tools[1] is a function tool without a function name"),
-    ([WEATHER, {"type": "function"}], "tools[1] is a function tool without a function name"),
-    ([{"function": {"name": "get_weather"}}], "tools[0] is an object without a string type, not a tool"),
-    ([WEATHER, {"type": 7, "function": {"name": "x"}}], "tools[1] is an object without a string type, not a tool"),
-    ([{"type": "function", "function": {"name": "get_weather", "parameters": "city"}}],
-     "tools[0].function.parameters is a string, not an object"),
-    ({"get_weather": WEATHER}, "tools is an object, not an array"),
-    ("get_weather", "tools is a string, not an array"),
-], ids=["numbers", "a-string-entry", "nameless", "empty-name", "no-function", "no-type", "bad-type",
-        "bad-parameters", "object", "string"])
+@pytest.mark.parametrize(
+    ("tools", "why"),
+    [
+        ([1, 2], "tools[0] is a number, not a tool"),
+        ([WEATHER, "get_time"], "tools[1] is a string, not a tool"),
+        (
+            [WEATHER, {"type": "function", "function": {"description": "no name"}}],
+            "tools[1] is a function tool without a function name",
+        ),
+        (
+            [WEATHER, {"type": "function", "function": {"name": ""}}],
+            "tools[1] is a function tool without a function name",
+        ),
+        ([WEATHER, {"type": "function"}], "tools[1] is a function tool without a function name"),
+        ([{"function": {"name": "get_weather"}}], "tools[0] is an object without a string type, not a tool"),
+        ([WEATHER, {"type": 7, "function": {"name": "x"}}], "tools[1] is an object without a string type, not a tool"),
+        (
+            [{"type": "function", "function": {"name": "get_weather", "parameters": "city"}}],
+            "tools[0].function.parameters is a string, not an object",
+        ),
+        ({"get_weather": WEATHER}, "tools is an object, not an array"),
+        ("get_weather", "tools is a string, not an array"),
+    ],
+    ids=[
+        "numbers",
+        "a-string-entry",
+        "nameless",
+        "empty-name",
+        "no-function",
+        "no-type",
+        "bad-type",
+        "bad-parameters",
+        "object",
+        "string",
+    ],
+)
 def test_malformed_tools_are_relayed_unrecovered_with_a_warning(impl, net, logs, tools, why):
     stub = net.upstream(script_of(ANSWER, framing="chunked"))
     port = net.proxy(stub.url)
@@ -642,14 +682,19 @@ def test_malformed_tools_are_relayed_unrecovered_with_a_warning(impl, net, logs,
     assert reply.status == 200 and reply.complete
     assert reply.body == b"".join(ANSWER)  # not recovered: the upstream's bytes
     assert stub.requests[0][3] == request.split(b"\r\n\r\n", 1)[1]  # the request itself relayed as it is
-    assert wait_until(lambda: f"POST /v1/chat/completions: not recovered, relayed as it is: {why}"
-                      in logs(logging.WARNING))
+    assert wait_until(
+        lambda: f"POST /v1/chat/completions: not recovered, relayed as it is: {why}" in logs(logging.WARNING)
+    )
 
 
-@pytest.mark.parametrize(("tools", "names"), [
-    ([WEATHER, {"type": "custom", "custom": {"name": "grammar"}}, {"type": "web_search"}], ["get_weather"]),
-    ([{"type": "custom", "custom": {"name": "grammar"}}], []),
-], ids=["function-and-others", "no-function"])
+@pytest.mark.parametrize(
+    ("tools", "names"),
+    [
+        ([WEATHER, {"type": "custom", "custom": {"name": "grammar"}}, {"type": "web_search"}], ["get_weather"]),
+        ([{"type": "custom", "custom": {"name": "grammar"}}], []),
+    ],
+    ids=["function-and-others", "no-function"],
+)
 def test_well_formed_non_function_tools_are_ignored_and_the_filter_kept(impl, net, logs, tools, names):
     stub = net.upstream(script_of(ANSWER, framing="chunked"))
     port = net.proxy(stub.url)
@@ -666,17 +711,20 @@ def test_well_formed_non_function_tools_are_ignored_and_the_filter_kept(impl, ne
 # --- settings --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--connect-timeout", "0"], "--connect-timeout must be a number of seconds > 0, not '0'"),
-    (["--connect-timeout", "-1"], "--connect-timeout must be a number of seconds > 0, not '-1'"),
-    (["--read-timeout", "abc"], "--read-timeout must be a number of seconds > 0, not 'abc'"),
-    (["--read-timeout", "nan"], "--read-timeout must be a number of seconds > 0, not 'nan'"),
-    (["--body-timeout", "inf"], "--body-timeout must be a number of seconds > 0, not 'inf'"),
-    (["--body-timeout", ""], "--body-timeout must be a number of seconds > 0, not ''"),
-    (["--max-connections", "0"], "--max-connections must be an integer >= 1, not '0'"),
-    (["--max-connections", "1.5"], "--max-connections must be an integer >= 1, not '1.5'"),
-    (["--max-connections", "-3"], "--max-connections must be an integer >= 1, not '-3'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--connect-timeout", "0"], "--connect-timeout must be a number of seconds > 0, not '0'"),
+        (["--connect-timeout", "-1"], "--connect-timeout must be a number of seconds > 0, not '-1'"),
+        (["--read-timeout", "abc"], "--read-timeout must be a number of seconds > 0, not 'abc'"),
+        (["--read-timeout", "nan"], "--read-timeout must be a number of seconds > 0, not 'nan'"),
+        (["--body-timeout", "inf"], "--body-timeout must be a number of seconds > 0, not 'inf'"),
+        (["--body-timeout", ""], "--body-timeout must be a number of seconds > 0, not ''"),
+        (["--max-connections", "0"], "--max-connections must be an integer >= 1, not '0'"),
+        (["--max-connections", "1.5"], "--max-connections must be an integer >= 1, not '1.5'"),
+        (["--max-connections", "-3"], "--max-connections must be an integer >= 1, not '-3'"),
+    ],
+)
 def test_bad_timeout_and_connection_flags_are_one_line_and_exit_2(capsys, monkeypatch, args, message):
     monkeypatch.setattr(proxy, "run", lambda *a, **k: pytest.fail("run() despite a bad flag"))
     with pytest.raises(SystemExit) as exc:
@@ -689,26 +737,49 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
     calls = []
     monkeypatch.setattr(proxy, "run", lambda upstream, **kw: calls.append((upstream, kw)))
     assert main(["proxy", "--upstream", "http://127.0.0.1:1"]) == 0
-    assert main(["proxy", "--upstream", "http://127.0.0.1:1", "--connect-timeout", "2.5", "--read-timeout", "30",
-                 "--body-timeout", "0.25", "--max-connections", "7"]) == 0
+    assert (
+        main(
+            [
+                "proxy",
+                "--upstream",
+                "http://127.0.0.1:1",
+                "--connect-timeout",
+                "2.5",
+                "--read-timeout",
+                "30",
+                "--body-timeout",
+                "0.25",
+                "--max-connections",
+                "7",
+            ]
+        )
+        == 0
+    )
     common = {"host": "127.0.0.1", "port": 8787, "native": True}
     assert calls == [
-        ("http://127.0.0.1:1", {**common, "connect_timeout": 10.0, "read_timeout": 600.0, "body_timeout": 60.0,
-                                "max_connections": 100}),
-        ("http://127.0.0.1:1", {**common, "connect_timeout": 2.5, "read_timeout": 30.0, "body_timeout": 0.25,
-                                "max_connections": 7}),
+        (
+            "http://127.0.0.1:1",
+            {**common, "connect_timeout": 10.0, "read_timeout": 600.0, "body_timeout": 60.0, "max_connections": 100},
+        ),
+        (
+            "http://127.0.0.1:1",
+            {**common, "connect_timeout": 2.5, "read_timeout": 30.0, "body_timeout": 0.25, "max_connections": 7},
+        ),
     ]
 
 
-@pytest.mark.parametrize(("options", "error", "message"), [
-    ({"connect_timeout": 0}, ValueError, "connect_timeout must be a number of seconds > 0, not 0"),
-    ({"read_timeout": float("inf")}, ValueError, "read_timeout must be a number of seconds > 0, not inf"),
-    ({"body_timeout": "5"}, TypeError, "body_timeout must be a number of seconds, not str"),
-    ({"body_timeout": True}, TypeError, "body_timeout must be a number of seconds, not bool"),
-    ({"max_connections": 0}, ValueError, "max_connections must be >= 1, not 0"),
-    ({"max_connections": 2.0}, TypeError, "max_connections must be an int, not float"),
-    ({"max_event": 0}, ValueError, "max_event must be >= 1, not 0"),
-])
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"connect_timeout": 0}, ValueError, "connect_timeout must be a number of seconds > 0, not 0"),
+        ({"read_timeout": float("inf")}, ValueError, "read_timeout must be a number of seconds > 0, not inf"),
+        ({"body_timeout": "5"}, TypeError, "body_timeout must be a number of seconds, not str"),
+        ({"body_timeout": True}, TypeError, "body_timeout must be a number of seconds, not bool"),
+        ({"max_connections": 0}, ValueError, "max_connections must be >= 1, not 0"),
+        ({"max_connections": 2.0}, TypeError, "max_connections must be an int, not float"),
+        ({"max_event": 0}, ValueError, "max_event must be >= 1, not 0"),
+    ],
+)
 def test_create_app_checks_its_settings(options, error, message):
     with pytest.raises(error) as exc:
         proxy.create_app("http://127.0.0.1:1", **options)

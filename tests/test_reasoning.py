@@ -1,6 +1,5 @@
 """<think> spans: reasoning apart from content, and calls written while reasoning, on both implementations."""
 
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -71,7 +70,7 @@ def test_stream_reasoning_is_taken_as_it_comes(impl):
 def test_stream_holds_reasoning_after_a_rehearsed_call(impl):
     s = impl.StreamScrubber()
     s.feed(f"<think>maybe {CALL}")
-    assert s.take_reasoning() == "maybe "   # the block and what follows wait for the span's end
+    assert s.take_reasoning() == "maybe "  # the block and what follows wait for the span's end
     s.feed(" then")
     assert s.take_reasoning() == ""
     assert s.feed("</think>ok") == "ok"
@@ -90,8 +89,10 @@ def test_calls_in_reasoning_must_be_a_policy(impl, tc):
         tc.parse("x", calls_in_reasoning="sometimes")
 
 
-TEXTS = st.lists(st.sampled_from(
-    ["<think>", "</think>", "plan ", CALL, " answer ", "<thi", "nk>", "</th", '{"x": 1}', "\n"]), max_size=10).map("".join)
+TEXTS = st.lists(
+    st.sampled_from(["<think>", "</think>", "plan ", CALL, " answer ", "<thi", "nk>", "</th", '{"x": 1}', "\n"]),
+    max_size=10,
+).map("".join)
 
 
 @pytest.mark.parametrize("mod", IMPLS)
@@ -109,16 +110,24 @@ def test_any_split_gives_the_same_reasoning_content_and_calls(mod, policy, data,
 OTHER = '<tool_call>{"name": "other", "arguments": {}}</tool_call>'
 
 
-@pytest.mark.parametrize(("text", "calls", "reasoning", "content"), [
-    (f"<think>I will look it up. {CALL}</think>", ["lookup"], "I will look it up.", ""),
-    (f"<think>plan {CALL} \n </think>Done.", ["lookup"], "plan", "Done."),
-    (f"<think>plan {CALL}{CALL}</think>", ["lookup", "lookup"], "plan", ""),  # both end the span
-    (f"<think>plan {CALL}</think>Now: {OTHER}", ["other"], f"plan {CALL}", "Now:"),  # the content called: rehearsal
-    (f"<think>{CALL} then more</think>ok", [], f"{CALL} then more", "ok"),  # more reasoning after it: rehearsal
-    (f"<think>a {CALL}</think>b<think>c</think>d", ["lookup"], "a c", "bd"),  # reasoning again: it was meant
-    ("<think>x <|tool_calls_section_begin|><|tool_call_begin|>functions.lookup:0<|tool_call_argument_begin|>"
-     '{"q": 1}<|tool_call_end|><|tool_calls_section_end|></think>', ["lookup"], "x", ""),  # Kimi-K2-thinking
-])
+@pytest.mark.parametrize(
+    ("text", "calls", "reasoning", "content"),
+    [
+        (f"<think>I will look it up. {CALL}</think>", ["lookup"], "I will look it up.", ""),
+        (f"<think>plan {CALL} \n </think>Done.", ["lookup"], "plan", "Done."),
+        (f"<think>plan {CALL}{CALL}</think>", ["lookup", "lookup"], "plan", ""),  # both end the span
+        (f"<think>plan {CALL}</think>Now: {OTHER}", ["other"], f"plan {CALL}", "Now:"),  # the content called: rehearsal
+        (f"<think>{CALL} then more</think>ok", [], f"{CALL} then more", "ok"),  # more reasoning after it: rehearsal
+        (f"<think>a {CALL}</think>b<think>c</think>d", ["lookup"], "a c", "bd"),  # reasoning again: it was meant
+        (
+            "<think>x <|tool_calls_section_begin|><|tool_call_begin|>functions.lookup:0<|tool_call_argument_begin|>"
+            '{"q": 1}<|tool_call_end|><|tool_calls_section_end|></think>',
+            ["lookup"],
+            "x",
+            "",
+        ),  # Kimi-K2-thinking
+    ],
+)
 def test_auto_takes_the_calls_that_end_a_span(impl, tc, text, calls, reasoning, content):
     parsed = tc.parse(text)
     assert (names(parsed), parsed.reasoning, parsed.content) == (calls, reasoning, content)
@@ -140,8 +149,10 @@ def test_a_stream_that_starts_inside_reasoning(impl, tc):
 
 
 def test_the_gateway_helpers_take_reasoning_started(impl, tc):
-    chunks = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-              for piece in ("plan", "</thi", "nk>Answer")]
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        for piece in ("plan", "</thi", "nk>Answer")
+    ]
     chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     out = list(tc.recover_stream(chunks, native=True, has_tools=True, reasoning_started=True))
     deltas = [c["choices"][0]["delta"] for c in out if c.get("choices")]
@@ -158,8 +169,10 @@ def test_in_a_stream_the_call_that_ended_the_span_comes_with_the_flush(impl):
 
 
 def test_gemma4_thought_channel_is_reasoning(impl, tc):
-    text = ("<|channel>thought\nThe user wants the weather.<channel|>"
-            '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>')
+    text = (
+        "<|channel>thought\nThe user wants the weather.<channel|>"
+        '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
+    )
     parsed = tc.parse(text)
     assert parsed.reasoning == "The user wants the weather."
     assert [c.name for c in parsed.calls] == ["get_weather"] and parsed.content == ""

@@ -33,7 +33,7 @@ def test_never_invents(text):
     [
         "   ",
         '{"a": "unterminated}',
-        "{<|\"|>a<|\"|>: <|\"|>unterminated}",
+        '{<|"|>a<|"|>: <|"|>unterminated}',
         "{'unterminated: 1}",
         '{"a": 1}}',  # extra closer
         '{"a": 1',  # missing closer
@@ -42,9 +42,9 @@ def test_never_invents(text):
         "[,]",
         '{"a":,}',
         "{a: b}",  # bare value
-        '{"a": \'x\'}',  # single-quoted values are not repaired
+        "{\"a\": 'x'}",  # single-quoted values are not repaired
         "['a']",
-        "{{{\"a\": 1}}}",  # only one pair of redundant braces
+        '{{{"a": 1}}}',  # only one pair of redundant braces
         '{{"a": 1}, {"b": 2}}',
         "{[1]}",
         "{a b: 1}",
@@ -69,7 +69,7 @@ def test_other_broken_text_is_refused(text):
         ('```\n{"a": 1}\n```', {"a": 1}),
         ('  \n```json\n {"a": 1} \n```\n  ', {"a": 1}),
         ("```JSON\n[1, 2]\n```", [1, 2]),
-        ('```json\n{a: 1,}\n```', {"a": 1}),
+        ("```json\n{a: 1,}\n```", {"a": 1}),
     ],
 )
 def test_fence(text, expected):
@@ -182,7 +182,7 @@ def test_too_deep_is_value_error():
         "{a: 1, " * 150_000 + "}",  # token-dense, a key repeated after a dangling comma
         '"' + '\\"' * 500_000,  # unterminated string full of escapes
         '"' + "<" * 1_000_000,  # unterminated string
-        "<|\"|>" * 200_000 + "<|",  # quote tokens only, then a stray fragment
+        '<|"|>' * 200_000 + "<|",  # quote tokens only, then a stray fragment
         "{'" + "\\'" * 500_000,  # an unterminated single-quoted key
         "[" * 1_000_000,  # nothing closed
     ],

@@ -21,22 +21,35 @@ from .gateway_support.sse_client import CALL_ID, assemble, chunk, data_line, mas
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 BLOCK_F = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
-HERMES_CHUNKS = [chunk("", role="assistant"), chunk("Hi <tool"), chunk('_call>{"name": "f", "arguments": {"a": 1}}'),
-                 chunk("</tool_call> bye"), chunk(finish="stop")]
+HERMES_CHUNKS = [
+    chunk("", role="assistant"),
+    chunk("Hi <tool"),
+    chunk('_call>{"name": "f", "arguments": {"a": 1}}'),
+    chunk("</tool_call> bye"),
+    chunk(finish="stop"),
+]
 
 
 # --- passthrough ---------------------------------------------------------------------------------
 
 
 def test_untouched_events_are_byte_identical(impl):
-    data = (b"\xef\xbb\xbf: keep-alive\r\n\r\n"
-            b"event: message\r\nid: 41\r\nretry: 3000\r\n" + data_line(chunk("", role="assistant")) + b"\r\n\r\n"
-            + data_line(chunk("a < b and <b>c</b>")) + b"\n\n"
-            + data_line(chunk("x \\u003c y")) + b"\r\r"
-            + b"\n\n\n"
-            + data_line(chunk(finish="stop")) + b"\r\n\r\n"
-            + data_line({"id": "c1", "choices": [], "usage": {"total_tokens": 3}}) + b"\n\n"
-            + b"data: [DONE]\n\n")
+    data = (
+        b"\xef\xbb\xbf: keep-alive\r\n\r\n"
+        b"event: message\r\nid: 41\r\nretry: 3000\r\n"
+        + data_line(chunk("", role="assistant"))
+        + b"\r\n\r\n"
+        + data_line(chunk("a < b and <b>c</b>"))
+        + b"\n\n"
+        + data_line(chunk("x \\u003c y"))
+        + b"\r\r"
+        + b"\n\n\n"
+        + data_line(chunk(finish="stop"))
+        + b"\r\n\r\n"
+        + data_line({"id": "c1", "choices": [], "usage": {"total_tokens": 3}})
+        + b"\n\n"
+        + b"data: [DONE]\n\n"
+    )
     assert recover(data) == data
     assert recover(data, cuts=range(1, len(data))) == data
 
@@ -55,15 +68,18 @@ def test_unchanged_events_after_a_call_stay_byte_identical(impl):
     assert out.endswith(b"\n\n" + later)  # decoded (a choice is active), left unchanged: sent as it came
 
 
-@pytest.mark.parametrize("payload", [
-    b"<tool_call>not json</tool_call>",
-    b'{"error": {"message": "<tool_call>{\\"name\\": \\"f\\"}</tool_call>"}}',
-    b'["<tool_call>"]',
-    b'{"choices": "<tool_call>"}',
-    b'{"choices": [{"index": -1, "delta": {"content": "<tool_call>"}}]}',
-    b'{"choices": [{"index": 0, "delta": {"content": "<tool_call>"}}]',
-    b"\xff\xfe<tool_call>",
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"<tool_call>not json</tool_call>",
+        b'{"error": {"message": "<tool_call>{\\"name\\": \\"f\\"}</tool_call>"}}',
+        b'["<tool_call>"]',
+        b'{"choices": "<tool_call>"}',
+        b'{"choices": [{"index": -1, "delta": {"content": "<tool_call>"}}]}',
+        b'{"choices": [{"index": 0, "delta": {"content": "<tool_call>"}}]',
+        b"\xff\xfe<tool_call>",
+    ],
+)
 def test_events_that_are_not_chunks_pass_verbatim(impl, payload):
     data = b"id: 1\ndata: " + payload + b"\n\n" + data_line(chunk("ok")) + b"\n\n"
     assert recover(data) == data
@@ -84,7 +100,7 @@ def test_hermes_stream_is_recovered(impl):
 def test_n_choices_interleaved(impl):
     a = ["A: <tool", '_call>{"name": "f", "arguments": {"a": 1}}</tool_call>', " done"]
     b = ["B: 1 < 2", " and <b>", " bold"]
-    chunks = [c for pair in zip(a, b) for c in (chunk(pair[0], index=0), chunk(pair[1], index=1))]
+    chunks = [c for pair in zip(a, b, strict=False) for c in (chunk(pair[0], index=0), chunk(pair[1], index=1))]
     both = chunk(finish="stop", index=0)
     both["choices"].append({"index": 1, "delta": {}, "logprobs": None, "finish_reason": "stop"})
     got = seen(recover(stream([*chunks, both])))
@@ -93,22 +109,38 @@ def test_n_choices_interleaved(impl):
 
 
 def test_rewritten_event_keeps_its_other_lines(impl):
-    raw = (b": note\nevent: completion\nid: 7\n" + data_line(chunk("a " + BLOCK_F + " b")) + b"\nretry: 100\n\n")
+    raw = b": note\nevent: completion\nid: 7\n" + data_line(chunk("a " + BLOCK_F + " b")) + b"\nretry: 100\n\n"
     out = recover(raw)
     call_id = CALL_ID.search(out).group().decode()
     first = chunk("a  b")
-    second = chunk(tool_calls=[{"index": 0, "id": call_id, "type": "function",
-                                "function": {"name": "f", "arguments": '{"a": 1}'}}])
+    second = chunk(
+        tool_calls=[{"index": 0, "id": call_id, "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]
+    )
     second["choices"][0]["delta"] = {"tool_calls": second["choices"][0]["delta"]["tool_calls"]}
-    assert out == (b"event: completion\n" + data_line(first) + b"\n\n"
-                   + b": note\nevent: completion\nid: 7\n" + data_line(second) + b"\nretry: 100\n\n")
+    assert out == (
+        b"event: completion\n"
+        + data_line(first)
+        + b"\n\n"
+        + b": note\nevent: completion\nid: 7\n"
+        + data_line(second)
+        + b"\nretry: 100\n\n"
+    )
 
 
 def test_dropped_chunk_keeps_only_its_other_lines(impl):
-    out = recover(b"id: 3\n" + data_line(chunk("<tool_call>")) + b"\n\n"
-                  + data_line(chunk('{"name": "f", "arguments": {}}</tool_call>')) + b"\n\n")
-    call = {"index": 0, "id": CALL_ID.search(out).group().decode(), "type": "function",
-            "function": {"name": "f", "arguments": "{}"}}
+    out = recover(
+        b"id: 3\n"
+        + data_line(chunk("<tool_call>"))
+        + b"\n\n"
+        + data_line(chunk('{"name": "f", "arguments": {}}</tool_call>'))
+        + b"\n\n"
+    )
+    call = {
+        "index": 0,
+        "id": CALL_ID.search(out).group().decode(),
+        "type": "function",
+        "function": {"name": "f", "arguments": "{}"},
+    }
     assert out == b"id: 3\n\n" + data_line(chunk(tool_calls=[call])) + b"\n\n"
     r = SSERecovery(native=True, has_tools=True)
     assert r.feed(data_line(chunk("<tool_call>")) + b"\n\n") == b""
@@ -145,7 +177,7 @@ def test_done_flushes_what_is_held_first(impl):
 
 
 def test_close_flushes_and_returns_an_incomplete_event_verbatim(impl):
-    data = stream([chunk("a <tool")], done=False) + b"data: {\"partial"
+    data = stream([chunk("a <tool")], done=False) + b'data: {"partial'
     r = SSERecovery(native=True, has_tools=True)
     first = r.feed(data)
     assert first == data_line(chunk("a ")) + b"\n\n"
@@ -218,11 +250,11 @@ def test_an_event_over_the_cap_passes_verbatim_and_holds_at_most_the_cap(impl):
     r = SSERecovery(native=True, has_tools=True, max_event=256)
     out = b""
     for i in range(len(data)):
-        out += r.feed(data[i:i + 1])
+        out += r.feed(data[i : i + 1])
         assert i + 1 - len(out) <= 256
     out += r.close()
     assert out.startswith(big)  # not scrubbed
-    assert assemble(seen(out[len(big):])) == ("", [(0, "f", '{"a": 1}')], [])
+    assert assemble(seen(out[len(big) :])) == ("", [(0, "f", '{"a": 1}')], [])
 
 
 def test_default_cap():
@@ -230,11 +262,14 @@ def test_default_cap():
     assert SSERecovery(native=True, has_tools=True).max_event == MAX_EVENT
 
 
-@pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"max_event": 0}, ValueError, "max_event must be >= 1, not 0"),
-    ({"max_event": 1.5}, TypeError, "max_event must be an int, not float"),
-    ({"native": "yes"}, TypeError, "native must be a bool, not str"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"max_event": 0}, ValueError, "max_event must be >= 1, not 0"),
+        ({"max_event": 1.5}, TypeError, "max_event must be an int, not float"),
+        ({"native": "yes"}, TypeError, "native must be a bool, not str"),
+    ],
+)
 def test_bad_arguments(kwargs, error, message):
     with pytest.raises(error, match=re.escape(message)):
         SSERecovery(**{"native": True, "has_tools": True, **kwargs})
@@ -257,7 +292,7 @@ def test_recover_sse_over_pieces_and_closing(impl):
     def pieces():
         try:
             for i in range(0, len(data), 7):
-                yield data[i:i + 7]
+                yield data[i : i + 7]
         finally:
             log.append("closed")
 
@@ -278,7 +313,7 @@ def test_arecover_sse_and_closing(impl):
     async def pieces():
         try:
             for i in range(0, len(data), 5):
-                yield data[i:i + 5]
+                yield data[i : i + 5]
         finally:
             log.append("closed")
 
@@ -297,12 +332,33 @@ def test_arecover_sse_and_closing(impl):
 
 # --- properties ----------------------------------------------------------------------------------
 
-PROPERTY = settings(max_examples=200, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-PIECES = st.sampled_from(["hi ", "a < b", "x", "\n", "<", "tool", "_call", ">", "é", '"', BLOCK_F,
-                          "<tool_call>", '{"name": "g", "arguments": {}}', "</tool_call>",
-                          "<｜tool▁call▁begin｜>h<｜tool▁sep｜>{}<｜tool▁call▁end｜>", "[", "TOOL_CALLS", "]",
-                          '[{"name": "m", "arguments": {}}]', "[1]"])
+PROPERTY = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+PIECES = st.sampled_from(
+    [
+        "hi ",
+        "a < b",
+        "x",
+        "\n",
+        "<",
+        "tool",
+        "_call",
+        ">",
+        "é",
+        '"',
+        BLOCK_F,
+        "<tool_call>",
+        '{"name": "g", "arguments": {}}',
+        "</tool_call>",
+        "<｜tool▁call▁begin｜>h<｜tool▁sep｜>{}<｜tool▁call▁end｜>",
+        "[",
+        "TOOL_CALLS",
+        "]",
+        '[{"name": "m", "arguments": {}}]',
+        "[1]",
+    ]
+)
 NEWLINES = st.sampled_from([b"\n", b"\r\n", b"\r"])
 
 
@@ -363,7 +419,8 @@ def test_any_split_gives_the_same_bytes(impl, case, formats, data):
     expected = parse(text, formats=formats)
     assert content.strip() == expected.content
     assert [(name, args) for _, name, args in calls] == (
-        [("s", "{}")] if structured else [(c.name, c.arguments) for c in expected.calls])
+        [("s", "{}")] if structured else [(c.name, c.arguments) for c in expected.calls]
+    )
 
 
 # --- the command line ----------------------------------------------------------------------------
@@ -394,12 +451,21 @@ def test_cli_without_tools_prints_the_capture_unchanged(impl, capsysbinary, name
     assert capsysbinary.readouterr().out == (EXAMPLES / name).read_bytes()
 
 
-@pytest.mark.parametrize(("name", "content", "calls"), [
-    ("hermes_response.json", "I'll check the current weather in Paris for you.",
-     [("get_weather", '{"city": "Paris", "unit": "celsius"}')]),
-    ("deepseek_response.json", "Let me look up both cities.",
-     [("get_weather", '{"city": "Oslo"}'), ("get_weather", '{"city": "Bergen"}')]),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "calls"),
+    [
+        (
+            "hermes_response.json",
+            "I'll check the current weather in Paris for you.",
+            [("get_weather", '{"city": "Paris", "unit": "celsius"}')],
+        ),
+        (
+            "deepseek_response.json",
+            "Let me look up both cities.",
+            [("get_weather", '{"city": "Oslo"}'), ("get_weather", '{"city": "Bergen"}')],
+        ),
+    ],
+)
 def test_cli_recovers_the_json_examples(impl, capsys, name, content, calls):
     assert main(["recover", str(EXAMPLES / name)]) == 0
     choice = json.loads(capsys.readouterr().out)["choices"][0]
@@ -414,8 +480,9 @@ def test_cli_reads_a_capture_on_stdin_byte_for_byte():
     assert proc.returncode == 0, proc.stderr
     assert assemble(seen(proc.stdout)) == ("Hi  bye", [(0, "f", '{"a": 1}')], ["tool_calls"])
     assert proc.stdout.count(b"\n") == proc.stdout.count(b"\r\n")  # no newline translation
-    proc = subprocess.run([sys.executable, "-m", "textcalls", "recover", "--no-tools"], input=data,
-                          capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textcalls", "recover", "--no-tools"], input=data, capture_output=True, timeout=60
+    )
     assert proc.stdout == data
 
 

@@ -15,13 +15,16 @@ def run(impl, deltas, **kw):
     return outs, s
 
 
-@pytest.mark.parametrize(("deltas", "expected"), [
-    (["answer: ", "<tool_", 'call>{"name":"x",', '"arguments":{}}</tool', "_call> end"], "answer:  end"),
-    (["r ", "<｜tool▁call▁be", 'gin｜>{"name":"x","arguments":{}}<｜tool▁call▁end｜>', " s"], "r  s"),
-    (["see <tool_calls> below"], "see <tool_calls> below"),
-])
+@pytest.mark.parametrize(
+    ("deltas", "expected"),
+    [
+        (["answer: ", "<tool_", 'call>{"name":"x",', '"arguments":{}}</tool', "_call> end"], "answer:  end"),
+        (["r ", "<｜tool▁call▁be", 'gin｜>{"name":"x","arguments":{}}<｜tool▁call▁end｜>', " s"], "r  s"),
+        (["see <tool_calls> below"], "see <tool_calls> below"),
+    ],
+)
 def test_reference_fragments(impl, deltas, expected):
-    outs, s = run(impl, deltas)
+    outs, _s = run(impl, deltas)
     assert "".join(outs) == expected
 
 
@@ -79,8 +82,19 @@ def test_a_lone_angle_bracket_is_released_once_decided(impl):
 
 
 def test_deepseek_section_in_deltas(impl):
-    deltas = ["Sure.", "<｜tool▁calls", "▁begin｜>", "<｜tool▁call▁begin｜>get", DS_SEP, '{"city":', '"Paris"}',
-              DS_CLOSE, "<｜tool▁calls▁e", "nd｜>", " Bye."]
+    deltas = [
+        "Sure.",
+        "<｜tool▁calls",
+        "▁begin｜>",
+        "<｜tool▁call▁begin｜>get",
+        DS_SEP,
+        '{"city":',
+        '"Paris"}',
+        DS_CLOSE,
+        "<｜tool▁calls▁e",
+        "nd｜>",
+        " Bye.",
+    ]
     outs, s = run(impl, deltas)
     assert "".join(outs) == "Sure. Bye."
     assert [(c.name, json.loads(c.arguments)) for c in s.calls] == [("get", {"city": "Paris"})]
@@ -123,7 +137,7 @@ def test_outside_a_block_at_most_a_partial_opener_is_held(impl):
 
 def test_block_over_max_block_is_released_verbatim(impl):
     s = impl.StreamScrubber(max_block=64)
-    text = "<tool_call>{\"s\": \"" + "z" * 200 + "\"}</tool_call>"
+    text = '<tool_call>{"s": "' + "z" * 200 + '"}</tool_call>'
     out = "".join(s.feed(ch) for ch in text) + s.flush()
     assert out == text and s.calls == [] and s.removed == 0
 
@@ -160,7 +174,7 @@ def test_adversarial_blocks_hitting_the_cap_stay_linear(impl):
     unit = '<tool_call>{"' + "w" * 50
     text = unit * 4_000
     s = impl.StreamScrubber(max_block=1_000)
-    out = "".join(s.feed(text[i:i + 7]) for i in range(0, len(text), 7)) + s.flush()
+    out = "".join(s.feed(text[i : i + 7]) for i in range(0, len(text), 7)) + s.flush()
     assert out == text and s.calls == []
 
 
@@ -169,5 +183,5 @@ def test_adversarial_unclosed_weak_openers_stay_linear(impl):
     # meeting its own opener again ends each one, so the text is scanned a bounded number of times.
     text = "<tool_calls> <json> <function=f> <tools> x " * 5_000
     s = impl.StreamScrubber()
-    out = "".join(s.feed(text[i:i + 5]) for i in range(0, len(text), 5)) + s.flush()
+    out = "".join(s.feed(text[i : i + 5]) for i in range(0, len(text), 5)) + s.flush()
     assert out == text and s.calls == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 import json
 
 import pytest
@@ -24,8 +25,13 @@ def ch(content=None, *, finish=None, index=0, **delta):
     """A chunk with one choice; ``content`` and extra delta fields as given."""
     if content is not None:
         delta["content"] = content
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def run(chunks, *, native=True, has_tools=True, **kw):
@@ -43,13 +49,20 @@ def content(chunks, index=0):
 
 def calls(chunks, index=0):
     """(index, name, arguments) of every tool_calls entry of choice ``index``."""
-    return [(t["index"], t["function"].get("name"), t["function"]["arguments"])
-            for d in deltas(chunks, index) for t in d.get("tool_calls") or []]
+    return [
+        (t["index"], t["function"].get("name"), t["function"]["arguments"])
+        for d in deltas(chunks, index)
+        for t in d.get("tool_calls") or []
+    ]
 
 
 def finishes(chunks, index=0):
-    return [c["finish_reason"] for chunk in chunks for c in chunk["choices"]
-            if c["index"] == index and c["finish_reason"] is not None]
+    return [
+        c["finish_reason"]
+        for chunk in chunks
+        for c in chunk["choices"]
+        if c["index"] == index and c["finish_reason"] is not None
+    ]
 
 
 # --- recovering as blocks complete ---------------------------------------------------------------
@@ -65,11 +78,19 @@ def test_call_is_emitted_on_the_chunk_that_completes_the_block(impl):
     assert len(out) == 1  # the emptied content chunk is dropped, the call follows at once
     (entry,) = out[0]["choices"][0]["delta"]["tool_calls"]
     assert entry["id"].startswith("call_")
-    assert entry == {"index": 0, "id": entry["id"], "type": "function",
-                     "function": {"name": "f", "arguments": '{"a": 1}'}}
+    assert entry == {
+        "index": 0,
+        "id": entry["id"],
+        "type": "function",
+        "function": {"name": "f", "arguments": '{"a": 1}'},
+    }
     assert out[0]["choices"][0]["finish_reason"] is None
     assert {k: out[0][k] for k in ("id", "object", "created", "model")} == {
-        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+    }
     out = m.push(ch(finish="stop"))
     assert [c["choices"][0]["finish_reason"] for c in out] == ["tool_calls"]
     assert out[0]["choices"][0]["delta"] == {}
@@ -93,20 +114,21 @@ def test_indexes_count_up_within_a_choice(impl):
 
 
 def test_deepseek_blocks_and_section_markers(impl):
-    text = f"Look.{DS_SECTION_OPEN}{DS_OPEN}get_time{DS_SEP}{{\"tz\": \"UTC\"}}{DS_CLOSE}{DS_SECTION_CLOSE}"
-    out = run([ch(text[i:i + 5]) for i in range(0, len(text), 5)] + [ch(finish="stop")])
+    text = f'Look.{DS_SECTION_OPEN}{DS_OPEN}get_time{DS_SEP}{{"tz": "UTC"}}{DS_CLOSE}{DS_SECTION_CLOSE}'
+    out = run([ch(text[i : i + 5]) for i in range(0, len(text), 5)] + [ch(finish="stop")])
     assert content(out) == "Look."
     assert calls(out) == [(0, "get_time", '{"tz": "UTC"}')]
     assert finishes(out) == ["tool_calls"]
 
 
 def test_other_dialects_of_the_table_mistral(impl):
-    out = run([ch("Sure ["), ch("TOOL_CALLS"), ch('][{"name": "f", "arguments": {"a": 1}}]'), ch(" ok"),
-               ch(finish="stop")])
+    out = run(
+        [ch("Sure ["), ch("TOOL_CALLS"), ch('][{"name": "f", "arguments": {"a": 1}}]'), ch(" ok"), ch(finish="stop")]
+    )
     assert content(out) == "Sure  ok"
     assert calls(out) == [(0, "f", '{"a": 1}')]
     plain = [ch("a [1, 2] b"), ch(finish="stop")]
-    assert all(x is y for x, y in zip(run(plain), plain))
+    assert all(x is y for x, y in zip(run(plain), plain, strict=False))
 
 
 def test_scrubber_options_are_passed_on(impl):
@@ -138,9 +160,17 @@ def test_whole_message_formats_read_every_chunk(impl):
 
 def test_held_tail_goes_out_before_the_finish_chunk(impl):
     out = run([ch(BLOCK_F), ch("Bye <tool"), ch(finish="stop")])
-    assert [d for d in deltas(out)] == [
-        {"tool_calls": [{"index": 0, "id": out[0]["choices"][0]["delta"]["tool_calls"][0]["id"], "type": "function",
-                         "function": {"name": "f", "arguments": '{"a": 1}'}}]},
+    assert list(deltas(out)) == [
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": out[0]["choices"][0]["delta"]["tool_calls"][0]["id"],
+                    "type": "function",
+                    "function": {"name": "f", "arguments": '{"a": 1}'},
+                }
+            ]
+        },
         {"content": "Bye "},
         {"content": "<tool"},
         {},
@@ -151,7 +181,7 @@ def test_held_tail_goes_out_before_the_finish_chunk(impl):
 
 def test_finish_chunk_with_its_own_text_and_a_block(impl):
     out = run([ch("x " + BLOCK_G + " y", finish="stop")])
-    assert [d for d in deltas(out)][0] == {"content": "x  y"}
+    assert next(iter(deltas(out))) == {"content": "x  y"}
     assert calls(out) == [(0, "g", "{}")]
     assert deltas(out)[-1] == {} and finishes(out) == ["tool_calls"]
     assert len(out) == 3
@@ -190,10 +220,15 @@ def test_choice_starts_afresh_after_its_finish(impl):
 
 
 def test_plain_stream_is_the_very_same_objects(impl):
-    chunks = [ch("", role="assistant"), ch("a < b and c > d"), ch(" <b>bold</b>"), ch(finish="stop"),
-              {"id": "chatcmpl-1", "choices": [], "usage": {"total_tokens": 3}}]
+    chunks = [
+        ch("", role="assistant"),
+        ch("a < b and c > d"),
+        ch(" <b>bold</b>"),
+        ch(finish="stop"),
+        {"id": "chatcmpl-1", "choices": [], "usage": {"total_tokens": 3}},
+    ]
     out = run(chunks)
-    assert len(out) == len(chunks) and all(a is b for a, b in zip(out, chunks))
+    assert len(out) == len(chunks) and all(a is b for a, b in zip(out, chunks, strict=False))
 
 
 def test_an_active_choice_still_passes_unchanged_chunks_as_they_are(impl):
@@ -207,7 +242,7 @@ def test_an_active_choice_still_passes_unchanged_chunks_as_they_are(impl):
 def test_without_tools_every_chunk_passes_untouched(impl):
     chunks = [ch(BLOCK_F), ch("x"), ch(finish="stop")]
     out = run(chunks, has_tools=False)
-    assert len(out) == 3 and all(a is b for a, b in zip(out, chunks))
+    assert len(out) == 3 and all(a is b for a, b in zip(out, chunks, strict=False))
     assert run(["not even a chunk"], has_tools=False) == ["not even a chunk"]
 
 
@@ -222,8 +257,12 @@ def test_reasoning_logprobs_and_unknown_fields_pass(impl):
     out = run([reasoning, reasoning2, lp, ch('{"name": "f", "arguments": {}}</tool_call>'), extra, ch(finish="stop")])
     assert out[0] is reasoning and out[1] is reasoning2
     # the logprobs chunk keeps its logprobs even though its text was all markup
-    assert out[2]["choices"][0] == {"index": 0, "delta": {"content": ""}, "logprobs": lp["choices"][0]["logprobs"],
-                                    "finish_reason": None}
+    assert out[2]["choices"][0] == {
+        "index": 0,
+        "delta": {"content": ""},
+        "logprobs": lp["choices"][0]["logprobs"],
+        "finish_reason": None,
+    }
     synthesized = [c for c in out if c.get("x_provider")]
     assert synthesized and all(c["x_provider"] == {"region": "eu"} for c in synthesized)
     assert calls(out) == [(0, "f", "{}"), (1, "g", "{}")]
@@ -234,8 +273,12 @@ def test_usage_chunks_pass_and_synthetic_chunks_carry_no_usage(impl):
     c1["usage"] = None
     done = ch(finish="stop")
     done["usage"] = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-    usage_only = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
-                  "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}
+    usage_only = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+    }
     out = run([c1, done, usage_only])
     assert out[-1] is usage_only
     assert [c["usage"] for c in out[:-1]] == [None, done["usage"]]
@@ -265,10 +308,10 @@ def test_each_choice_has_its_own_scrubber_and_indexes(impl):
     b = "B only talks <b>."
     chunks = []
     for i in range(0, max(len(a), len(b)), 4):
-        if a[i:i + 4]:
-            chunks.append(ch(a[i:i + 4], index=0))
-        if b[i:i + 4]:
-            chunks.append(ch(b[i:i + 4], index=1))
+        if a[i : i + 4]:
+            chunks.append(ch(a[i : i + 4], index=0))
+        if b[i : i + 4]:
+            chunks.append(ch(b[i : i + 4], index=1))
     two = ch(finish="stop", index=0)
     two["choices"].append({"index": 1, "delta": {}, "logprobs": None, "finish_reason": "stop"})
     out = run(chunks + [two])
@@ -346,10 +389,16 @@ def test_block_over_max_block_is_text(impl):
         ({"choices": [{"index": True}]}, TypeError, "chunk['choices'][0]['index'] must be an int, not bool"),
         ({"choices": [{"index": -1}]}, ValueError, "chunk['choices'][0]['index'] must be >= 0, not -1"),
         ({"choices": [{"index": 0, "delta": "x"}]}, TypeError, "chunk['choices'][0]['delta'] must be a dict, not str"),
-        ({"choices": [{"index": 0, "delta": {"tool_calls": {}}}]}, TypeError,
-         "chunk['choices'][0]['delta']['tool_calls'] must be a list, not dict"),
-        ({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "0"}]}}]}, TypeError,
-         "chunk['choices'][0]['delta']['tool_calls'][0]['index'] must be an int, not str"),
+        (
+            {"choices": [{"index": 0, "delta": {"tool_calls": {}}}]},
+            TypeError,
+            "chunk['choices'][0]['delta']['tool_calls'] must be a list, not dict",
+        ),
+        (
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "0"}]}}]},
+            TypeError,
+            "chunk['choices'][0]['delta']['tool_calls'][0]['index'] must be an int, not str",
+        ),
     ],
 )
 def test_malformed_chunks_raise_and_change_nothing(impl, chunk, error, message):
@@ -439,15 +488,49 @@ def test_closing_the_result_closes_the_source(impl):
 # --- properties ----------------------------------------------------------------------------------
 
 # The impl fixture only switches the implementation: nothing in it needs resetting between examples.
-PROPERTY = settings(max_examples=200, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-PIECES = st.sampled_from([
-    "hi ", "a < b ", "x", "\n", " ", "<", ">", "tool", "_call", "<b>", '"', "\\", "{", "}", "é", "😀",
-    BLOCK_F, BLOCK_G, "<tool_call>", "</tool_call>", '{"name": "h", "arguments": {"k": "v"}}',
-    DS_OPEN, DS_CLOSE, DS_SEP, DS_SECTION_OPEN, DS_SECTION_CLOSE, "get_time", '{"tz": "UTC"}',
-    f"{DS_OPEN}get_time{DS_SEP}{{}}{DS_CLOSE}", "[", "TOOL_CALLS", "]", "[1, 2]",
-    '[TOOL_CALLS][{"name": "m", "arguments": {"x": [1]}}]', '[f(a=1)]', "  ",
-])
+PROPERTY = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+PIECES = st.sampled_from(
+    [
+        "hi ",
+        "a < b ",
+        "x",
+        "\n",
+        " ",
+        "<",
+        ">",
+        "tool",
+        "_call",
+        "<b>",
+        '"',
+        "\\",
+        "{",
+        "}",
+        "é",
+        "😀",
+        BLOCK_F,
+        BLOCK_G,
+        "<tool_call>",
+        "</tool_call>",
+        '{"name": "h", "arguments": {"k": "v"}}',
+        DS_OPEN,
+        DS_CLOSE,
+        DS_SEP,
+        DS_SECTION_OPEN,
+        DS_SECTION_CLOSE,
+        "get_time",
+        '{"tz": "UTC"}',
+        f"{DS_OPEN}get_time{DS_SEP}{{}}{DS_CLOSE}",
+        "[",
+        "TOOL_CALLS",
+        "]",
+        "[1, 2]",
+        '[TOOL_CALLS][{"name": "m", "arguments": {"x": [1]}}]',
+        "[f(a=1)]",
+        "  ",
+    ]
+)
 
 
 @st.composite
@@ -455,7 +538,7 @@ def split_text(draw):
     text = "".join(draw(st.lists(st.one_of(PIECES, st.text(max_size=4)), max_size=14)))
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=10)))
     bounds = [0, *cuts, len(text)]
-    return text, [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return text, [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 FORMATS = st.sampled_from([None, None, ["hermes", "json_message"], ["deepseek", "mistral", "pythonic_message"]])
@@ -485,10 +568,13 @@ def reasoning(chunks, index=0):
     return "".join(d.get("reasoning_content") or "" for d in deltas(chunks, index))
 
 
-@pytest.mark.parametrize("pieces", [
-    ["<think>Let me", " check.</think>", "Sure. ", BLOCK_F],
-    ["<thi", "nk>Let me check.</th", "ink>Sure. " + BLOCK_F[:9], BLOCK_F[9:]],
-])
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        ["<think>Let me", " check.</think>", "Sure. ", BLOCK_F],
+        ["<thi", "nk>Let me check.</th", "ink>Sure. " + BLOCK_F[:9], BLOCK_F[9:]],
+    ],
+)
 def test_think_text_becomes_reasoning_content(impl, pieces):
     out = run([ch(p) for p in pieces] + [ch(finish="stop")])
     assert reasoning(out) == "Let me check."

@@ -23,8 +23,20 @@ from textcalls.stream import ChunkRecovery, recover_stream
 
 GLM_NAME = "read<arg_key>filePath</arg_key><arg_value>/home/u/exam</arg_value>"
 TOOLS = [
-    {"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {
-        "filePath": {"type": "string"}, "limit": {"type": "integer"}, "offset": {"type": "integer"}}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "filePath": {"type": "string"},
+                    "limit": {"type": "integer"},
+                    "offset": {"type": "integer"},
+                },
+            },
+        },
+    },
     {"type": "function", "function": {"name": "tool_12", "parameters": {"type": "object", "properties": {}}}},
 ]
 BLOCK_F = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
@@ -38,44 +50,64 @@ def completion(*entries, content=None, finish="tool_calls"):
     message = {"role": "assistant", "content": content}
     if entries:
         message["tool_calls"] = list(entries)
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}]}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+    }
 
 
 def functions(response):
     """(name, decoded arguments) of every tool call of choice 0."""
-    return [(c["function"]["name"], json.loads(c["function"]["arguments"]))
-            for c in response["choices"][0]["message"].get("tool_calls") or []]
+    return [
+        (c["function"]["name"], json.loads(c["function"]["arguments"]))
+        for c in response["choices"][0]["message"].get("tool_calls") or []
+    ]
 
 
 # --- recover_response ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "arguments", "expected"), [
-    # GLM: the key/value markup leaked into the name, the arguments field left empty
-    (GLM_NAME, "{}", ("read", {"filePath": "/home/u/exam"})),
-    (GLM_NAME, "", ("read", {"filePath": "/home/u/exam"})),
-    (GLM_NAME, "null", ("read", {"filePath": "/home/u/exam"})),
-    ("task<arg_key>description</arg_key><arg_value>Explore</arg_value><arg_key>prompt</arg_key><arg_value>look</arg_value>",
-     "{ }", ("task", {"description": "Explore", "prompt": "look"})),
-    # GLM-4.5's line breaks, and a value laid out on its own lines
-    ("read\n<arg_key>filePath</arg_key>\n<arg_value>\n  /x\n</arg_value>\n", "{}", ("read", {"filePath": "  /x"})),
-    # stray closers after the arguments or after a bare name
-    (GLM_NAME + "</tool_call>", "{}", ("read", {"filePath": "/home/u/exam"})),
-    ("tool_12</arg_value>", "{}", ("tool_12", {})),
-    ("get_weather</tool_call>", '{"city": "Paris"}', ("get_weather", {"city": "Paris"})),
-    ("get_weather</arg_value></tool_call>", '{"city": "Paris"}', ("get_weather", {"city": "Paris"})),
-    ("get_weather<｜tool▁call▁end｜>", '{"city": "Paris"}', ("get_weather", {"city": "Paris"})),
-    ("  get_weather</tool_call>\n", "{}", ("get_weather", {})),
-    # DeepSeek V3.1 and Kimi K2: the separator and the arguments in the name
-    ('get_weather<｜tool▁sep｜>{"city": "Paris"}', "", ("get_weather", {"city": "Paris"})),
-    ('get_weather<|tool▁sep|>{"city": "Paris"}', "{}", ("get_weather", {"city": "Paris"})),
-    ('get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜>', "", ("get_weather", {"city": "Paris"})),
-    ('functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}', "", ("get_weather", {"city": "Paris"})),
-    # Qwen3-Coder's tags
-    ("<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>", "{}",
-     ("get_weather", {"city": "Paris"})),
-])
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        # GLM: the key/value markup leaked into the name, the arguments field left empty
+        (GLM_NAME, "{}", ("read", {"filePath": "/home/u/exam"})),
+        (GLM_NAME, "", ("read", {"filePath": "/home/u/exam"})),
+        (GLM_NAME, "null", ("read", {"filePath": "/home/u/exam"})),
+        (
+            "task<arg_key>description</arg_key><arg_value>Explore</arg_value><arg_key>prompt</arg_key><arg_value>look</arg_value>",
+            "{ }",
+            ("task", {"description": "Explore", "prompt": "look"}),
+        ),
+        # GLM-4.5's line breaks, and a value laid out on its own lines
+        ("read\n<arg_key>filePath</arg_key>\n<arg_value>\n  /x\n</arg_value>\n", "{}", ("read", {"filePath": "  /x"})),
+        # stray closers after the arguments or after a bare name
+        (GLM_NAME + "</tool_call>", "{}", ("read", {"filePath": "/home/u/exam"})),
+        ("tool_12</arg_value>", "{}", ("tool_12", {})),
+        ("get_weather</tool_call>", '{"city": "Paris"}', ("get_weather", {"city": "Paris"})),
+        ("get_weather</arg_value></tool_call>", '{"city": "Paris"}', ("get_weather", {"city": "Paris"})),
+        ("get_weather<｜tool▁call▁end｜>", '{"city": "Paris"}', ("get_weather", {"city": "Paris"})),
+        ("  get_weather</tool_call>\n", "{}", ("get_weather", {})),
+        # DeepSeek V3.1 and Kimi K2: the separator and the arguments in the name
+        ('get_weather<｜tool▁sep｜>{"city": "Paris"}', "", ("get_weather", {"city": "Paris"})),
+        ('get_weather<|tool▁sep|>{"city": "Paris"}', "{}", ("get_weather", {"city": "Paris"})),
+        ('get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜>', "", ("get_weather", {"city": "Paris"})),
+        (
+            'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}',
+            "",
+            ("get_weather", {"city": "Paris"}),
+        ),
+        # Qwen3-Coder's tags
+        (
+            "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>",
+            "{}",
+            ("get_weather", {"city": "Paris"}),
+        ),
+    ],
+)
 def test_markup_in_a_name_is_repaired(impl, tc, name, arguments, expected):
     response = completion(entry(name, arguments))
     before = copy.deepcopy(response)
@@ -104,19 +136,22 @@ def test_arguments_in_both_places_are_merged(impl, tc):
     assert list(json.loads(arguments).items()) == [("filePath", "/x"), ("limit", "10"), ("offset", 3)]
 
 
-@pytest.mark.parametrize(("name", "arguments"), [
-    ("read", '{"filePath": "/x"}'),  # a clean name
-    ("get weather", "{}"),
-    ("a<b", "{}"),  # markup that reads as no call
-    ("<tool_call>read", "{}"),  # only stray tags at the end are taken off
-    ("read<arg_key>filePath</arg_key>", "{}"),  # a key without a value: malformed
-    ("read<arg_key>a</arg_key><arg_value>1</arg_value>trailing", "{}"),
-    ("x" + "</a>" * 20, "{}"),  # more stray tags than MAX_STRAY_TAGS
-    ("<b></b>", "{}"),  # nothing left of a name
-    (GLM_NAME, "not json"),  # arguments in both places, the field not an object: nothing to merge
-    (GLM_NAME, "[1]"),
-    ('read<｜tool▁sep｜>{"a": 1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>b<｜tool▁sep｜>{}', "{}"),  # two calls
-])
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("read", '{"filePath": "/x"}'),  # a clean name
+        ("get weather", "{}"),
+        ("a<b", "{}"),  # markup that reads as no call
+        ("<tool_call>read", "{}"),  # only stray tags at the end are taken off
+        ("read<arg_key>filePath</arg_key>", "{}"),  # a key without a value: malformed
+        ("read<arg_key>a</arg_key><arg_value>1</arg_value>trailing", "{}"),
+        ("x" + "</a>" * 20, "{}"),  # more stray tags than MAX_STRAY_TAGS
+        ("<b></b>", "{}"),  # nothing left of a name
+        (GLM_NAME, "not json"),  # arguments in both places, the field not an object: nothing to merge
+        (GLM_NAME, "[1]"),
+        ('read<｜tool▁sep｜>{"a": 1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>b<｜tool▁sep｜>{}', "{}"),  # two calls
+    ],
+)
 def test_what_cannot_be_repaired_stays_the_same_object(impl, tc, name, arguments):
     response = completion(entry(name, arguments))
     assert tc.recover_response(response, native=True, has_tools=True) is response
@@ -143,7 +178,9 @@ def test_formats_choose_the_grammars(impl, tc):
     response = completion(entry(GLM_NAME))
     assert tc.recover_response(response, native=True, has_tools=True, formats=["deepseek"]) is response
     # a bare name with a stray tag needs no grammar
-    out = tc.recover_response(completion(entry("tool_12</arg_value>")), native=True, has_tools=True, formats=["deepseek"])
+    out = tc.recover_response(
+        completion(entry("tool_12</arg_value>")), native=True, has_tools=True, formats=["deepseek"]
+    )
     assert functions(out) == [("tool_12", {})]
 
 
@@ -179,14 +216,22 @@ def test_bad_options_raise_as_parse_does(impl, tc):
 
 
 def ch(*, index=0, finish=None, **delta):
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def first(name, arguments="", index=0, call_id="call_s0"):
     """The first delta of a structured call: id, type, name (and maybe the start of its arguments)."""
-    return ch(tool_calls=[{"index": index, "id": call_id, "type": "function",
-                           "function": {"name": name, "arguments": arguments}}])
+    return ch(
+        tool_calls=[
+            {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ]
+    )
 
 
 def more(arguments, index=0):
@@ -218,13 +263,22 @@ def finishes(chunks):
 
 
 def test_a_name_without_arguments_is_renamed_in_its_own_delta(impl):
-    chunks = [ch(role="assistant", content=""), first("tool_12</arg_value>"), more('{"q"'), more(": 1}"),
-              ch(finish="tool_calls")]
+    chunks = [
+        ch(role="assistant", content=""),
+        first("tool_12</arg_value>"),
+        more('{"q"'),
+        more(": 1}"),
+        ch(finish="tool_calls"),
+    ]
     out = run(chunks)
     assert len(out) == len(chunks)
     assert out[0] is chunks[0] and out[2] is chunks[2] and out[3] is chunks[3] and out[4] is chunks[4]
     assert out[1]["choices"][0]["delta"]["tool_calls"][0] == {
-        "index": 0, "id": "call_s0", "type": "function", "function": {"name": "tool_12", "arguments": ""}}
+        "index": 0,
+        "id": "call_s0",
+        "type": "function",
+        "function": {"name": "tool_12", "arguments": ""},
+    }
     assert assembled(out) == [(0, "call_s0", "tool_12", '{"q": 1}')]
 
 
@@ -236,19 +290,30 @@ def test_arguments_in_the_name_hold_the_call_until_the_finish(impl):
     out = m.push(ch(finish="tool_calls"))
     assert [list(c["choices"][0]["delta"]) for c in out] == [["tool_calls"], []]
     (call,) = out[0]["choices"][0]["delta"]["tool_calls"]
-    assert call == {"index": 0, "id": "call_s0", "type": "function",
-                    "function": {"name": "read", "arguments": '{"filePath": "/home/u/exam", "limit": 5}'}}
+    assert call == {
+        "index": 0,
+        "id": "call_s0",
+        "type": "function",
+        "function": {"name": "read", "arguments": '{"filePath": "/home/u/exam", "limit": 5}'},
+    }
     assert finishes(out) == ["tool_calls"]
     assert m.close() == []
 
 
 def test_a_held_call_is_sent_when_the_next_call_starts(impl):
-    chunks = [first(GLM_NAME, "{"), more("}"), first("lookup", '{"q": 1}', index=1, call_id="call_s1"),
-              ch(finish="tool_calls")]
+    chunks = [
+        first(GLM_NAME, "{"),
+        more("}"),
+        first("lookup", '{"q": 1}', index=1, call_id="call_s1"),
+        ch(finish="tool_calls"),
+    ]
     out = run(chunks)
     entries = [t for chunk in out for t in chunk["choices"][0]["delta"].get("tool_calls") or []]
     assert [(t["index"], t["function"]["name"]) for t in entries] == [(0, "read"), (1, "lookup")]
-    assert assembled(out) == [(0, "call_s0", "read", '{"filePath": "/home/u/exam"}'), (1, "call_s1", "lookup", '{"q": 1}')]
+    assert assembled(out) == [
+        (0, "call_s0", "read", '{"filePath": "/home/u/exam"}'),
+        (1, "call_s1", "lookup", '{"q": 1}'),
+    ]
     assert out[-1] is chunks[-1]
 
 
@@ -274,15 +339,21 @@ def test_a_finish_chunk_carrying_the_last_fragment(impl):
 
 
 def test_clean_structured_streams_are_the_very_same_objects(impl):
-    chunks = [ch(role="assistant"), first("read", '{"file'), more('Path": "/x"}'), first("a<b", index=1), ch(finish="tool_calls")]
+    chunks = [
+        ch(role="assistant"),
+        first("read", '{"file'),
+        more('Path": "/x"}'),
+        first("a<b", index=1),
+        ch(finish="tool_calls"),
+    ]
     out = run(chunks)
-    assert len(out) == len(chunks) and all(a is b for a, b in zip(out, chunks))
+    assert len(out) == len(chunks) and all(a is b for a, b in zip(out, chunks, strict=False))
 
 
 def test_without_tools_streams_are_untouched(impl):
     chunks = [first(GLM_NAME), more("{}"), ch(finish="tool_calls")]
     out = list(recover_stream(chunks, native=True, has_tools=False))
-    assert len(out) == 3 and all(a is b for a, b in zip(out, chunks))
+    assert len(out) == 3 and all(a is b for a, b in zip(out, chunks, strict=False))
 
 
 def test_the_stream_gate_is_kept(impl):
@@ -312,9 +383,11 @@ def test_each_choice_holds_its_own(impl):
 
 def test_sse_bytes_are_repaired_too(impl):
     events = [first(GLM_NAME, "{"), more("}"), ch(finish="tool_calls")]
-    raw = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    raw = (
+        b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    )
     sse = SSERecovery(native=True, has_tools=True)
-    out = b"".join(sse.feed(raw[i:i + 7]) for i in range(0, len(raw), 7)) + sse.close()
+    out = b"".join(sse.feed(raw[i : i + 7]) for i in range(0, len(raw), 7)) + sse.close()
     chunks = [json.loads(line[6:]) for line in out.split(b"\n") if line.startswith(b"data: {")]
     assert assembled(chunks) == [(0, "call_s0", "read", '{"filePath": "/home/u/exam"}')]
     assert out.endswith(b"data: [DONE]\n\n")
@@ -322,14 +395,26 @@ def test_sse_bytes_are_repaired_too(impl):
 
 # --- the stream gives what the whole message gives -----------------------------------------------
 
-NAMES = [GLM_NAME, GLM_NAME + "</tool_call>", "tool_12</arg_value>", "read", "a<b",
-         'get_weather<｜tool▁sep｜>{"city": "Paris"}', "read<arg_key>limit</arg_key><arg_value>\n  7\n</arg_value>"]
+NAMES = [
+    GLM_NAME,
+    GLM_NAME + "</tool_call>",
+    "tool_12</arg_value>",
+    "read",
+    "a<b",
+    'get_weather<｜tool▁sep｜>{"city": "Paris"}',
+    "read<arg_key>limit</arg_key><arg_value>\n  7\n</arg_value>",
+]
 ARGUMENTS = ["", "{}", '{"limit": 5, "filePath": "/y"}', '{"offset": "é"}', "[1]", "nope", "null"]
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.sampled_from(NAMES), arguments=st.sampled_from(ARGUMENTS), data=st.data(),
-       typed=st.booleans(), finish=st.booleans())
+@given(
+    name=st.sampled_from(NAMES),
+    arguments=st.sampled_from(ARGUMENTS),
+    data=st.data(),
+    typed=st.booleans(),
+    finish=st.booleans(),
+)
 def test_stream_equals_the_whole_message(impl, tc, name, arguments, data, typed, finish):
     options = {"tools": TOOLS, "unknown_tools": "accept"} if typed else {}
     cuts = sorted(data.draw(st.lists(st.integers(0, len(arguments)), max_size=4)))
@@ -338,8 +423,10 @@ def test_stream_equals_the_whole_message(impl, tc, name, arguments, data, typed,
     chunks = [first(name, pieces[0])] + [more(p) for p in pieces[1:]] + ([ch(finish="tool_calls")] if finish else [])
     streamed = assembled(run(chunks, **options))
     whole = tc.recover_response(completion(entry(name, arguments)), native=True, has_tools=True, **options)
-    expected = [(0, c["id"], c["function"]["name"], c["function"]["arguments"])
-                for c in whole["choices"][0]["message"]["tool_calls"]]
+    expected = [
+        (0, c["id"], c["function"]["name"], c["function"]["arguments"])
+        for c in whole["choices"][0]["message"]["tool_calls"]
+    ]
     assert streamed == expected
 
 

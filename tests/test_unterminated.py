@@ -17,8 +17,15 @@ from textcalls.stream import recover_stream
 from .gateway_support.sse_client import assemble, chunk
 from .streams import feed_in_pieces
 
-WEATHER = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+WEATHER = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 PARIS = [("get_weather", {"city": "Paris"})]
 
 # (text, tools, visible content, calls) — decided by the rule above
@@ -27,31 +34,68 @@ CASES = [
     ('<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}', WEATHER, "", PARIS),  # one "]" missing
     ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n', WEATHER, "", PARIS),
     ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n", WEATHER, "", PARIS),  # Qwen3-Coder
-    ('<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n', WEATHER, "",
-     PARIS),
-    ('Hi <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call> <tool_call>'
-     '{"name": "get_weather", "arguments": {"city": "Paris"}}', WEATHER, "Hi",
-     [("get_weather", {"city": "Oslo"}), *PARIS]),
+    (
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n',
+        WEATHER,
+        "",
+        PARIS,
+    ),
+    (
+        'Hi <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call> <tool_call>'
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        WEATHER,
+        "Hi",
+        [("get_weather", {"city": "Oslo"}), *PARIS],
+    ),
     ('x <｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}', WEATHER, "x", PARIS),
     # without tools: Harmony and Kimi, whose closers are special tokens servers strip
     ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}', None, "", PARIS),
-    ('<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>'
-     '{"city": "Paris"}', None, "", PARIS),
+    (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+        '{"city": "Paris"}',
+        None,
+        "",
+        PARIS,
+    ),
     # stays text: no tools (the seed's rule for <tool_call> and DeepSeek) ...
-    ('text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}', None,
-     'text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}', []),
-    ('x <｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}', None,
-     'x <｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}', []),
+    (
+        'text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        None,
+        'text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        [],
+    ),
+    (
+        'x <｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}',
+        None,
+        'x <｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}',
+        [],
+    ),
     # ... a tool that was not offered ...
-    ('text <tool_call>{"name": "rm", "arguments": {"path": "/"}}', WEATHER,
-     'text <tool_call>{"name": "rm", "arguments": {"path": "/"}}', []),
+    (
+        'text <tool_call>{"name": "rm", "arguments": {"path": "/"}}',
+        WEATHER,
+        'text <tool_call>{"name": "rm", "arguments": {"path": "/"}}',
+        [],
+    ),
     # ... a body cut in the middle of a value, or missing more than its last bracket: never invented
-    ('text <tool_call>{"name": "get_weather", "arguments": {"city": "Par', WEATHER,
-     'text <tool_call>{"name": "get_weather", "arguments": {"city": "Par', []),
-    ('text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"', WEATHER,
-     'text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"', []),
-    ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Pa', None,
-     '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Pa', []),
+    (
+        'text <tool_call>{"name": "get_weather", "arguments": {"city": "Par',
+        WEATHER,
+        'text <tool_call>{"name": "get_weather", "arguments": {"city": "Par',
+        [],
+    ),
+    (
+        'text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"',
+        WEATHER,
+        'text <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"',
+        [],
+    ),
+    (
+        '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Pa',
+        None,
+        '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Pa',
+        [],
+    ),
 ]
 
 
@@ -85,7 +129,7 @@ def test_any_split_gives_what_parse_gives(impl, case, data):
 
 def test_in_a_chunk_stream_the_call_comes_with_the_finish(impl):
     text = CASES[0][0]
-    deltas = [text[i:i + 5] for i in range(0, len(text), 5)]
+    deltas = [text[i : i + 5] for i in range(0, len(text), 5)]
     chunks = [chunk(d) for d in deltas] + [chunk(finish="stop")]
     out = list(recover_stream(chunks, native=True, has_tools=True, tools=WEATHER))
     content, calls, finishes = assemble(out)

@@ -1,9 +1,9 @@
 """Recover and scrub tool calls that LLMs write as text markup, at gateway speed.
 
-    >>> import textcalls
-    >>> p = textcalls.parse('Sure.<tool_call>{"name": "lookup", "arguments": {"q": 1}}</tool_call>')
-    >>> p.content, p.calls[0].name, p.calls[0].arguments
-    ('Sure.', 'lookup', '{"q": 1}')
+>>> import textcalls
+>>> p = textcalls.parse('Sure.<tool_call>{"name": "lookup", "arguments": {"q": 1}}</tool_call>')
+>>> p.content, p.calls[0].name, p.calls[0].arguments
+('Sure.', 'lookup', '{"q": 1}')
 """
 
 from . import _scan

@@ -152,7 +152,7 @@ def _line_after(line: int, text: str, start: int = 0, end: int = -1) -> int:
         if c != " " or spaces == 3:
             return -1
         spaces += 1
-    return line + spaces if 0 <= line and line + spaces <= 3 else -1
+    return line + spaces if line >= 0 and line + spaces <= 3 else -1
 
 
 def _all_ws(text: str) -> bool:
@@ -170,15 +170,62 @@ class StreamScrubber:
     """
 
     __slots__ = (
-        "calls", "removed", "max_block", "_spec", "_ctx", "_unknown", "_held", "_closed", "_pos", "_after",
-        "_poison_until", "_opener", "_k", "_closer", "_json_end", "_parts", "_body_len", "_gopen", "_raw",
-        "_poisoned", "_in_str", "_esc", "_depth", "_lead", "_whole", "_whole_parts", "_whole_len", "_bare",
-        "_extract", "_reasoning", "_reasoning_out", "_deferred", "_deferred_len", "_fences", "_fence", "_line",
-        "_busy", "_auto", "_pending", "_trail", "_lines", "_firsts", "_bare_stop",
+        "calls",
+        "removed",
+        "max_block",
+        "_spec",
+        "_ctx",
+        "_unknown",
+        "_held",
+        "_closed",
+        "_pos",
+        "_after",
+        "_poison_until",
+        "_opener",
+        "_k",
+        "_closer",
+        "_json_end",
+        "_parts",
+        "_body_len",
+        "_gopen",
+        "_raw",
+        "_poisoned",
+        "_in_str",
+        "_esc",
+        "_depth",
+        "_lead",
+        "_whole",
+        "_whole_parts",
+        "_whole_len",
+        "_bare",
+        "_extract",
+        "_reasoning",
+        "_reasoning_out",
+        "_deferred",
+        "_deferred_len",
+        "_fences",
+        "_fence",
+        "_line",
+        "_busy",
+        "_auto",
+        "_pending",
+        "_trail",
+        "_lines",
+        "_firsts",
+        "_bare_stop",
     )
 
-    def __init__(self, *, max_block: int = MAX_BLOCK, formats=None, tools=None, unknown_tools: str = "keep_text",
-                 calls_in_reasoning: str = "auto", code_fences: bool = True, reasoning_started: bool = False):
+    def __init__(
+        self,
+        *,
+        max_block: int = MAX_BLOCK,
+        formats=None,
+        tools=None,
+        unknown_tools: str = "keep_text",
+        calls_in_reasoning: str = "auto",
+        code_fences: bool = True,
+        reasoning_started: bool = False,
+    ):
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
         if max_block < 1:
@@ -244,8 +291,10 @@ class StreamScrubber:
     def _enter(self) -> None:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads)."""
         if not self._busy.acquire(False):
-            raise RuntimeError("a StreamScrubber was called from two threads at once: use one scrubber "
-                               "per stream, from one thread at a time")
+            raise RuntimeError(
+                "a StreamScrubber was called from two threads at once: use one scrubber "
+                "per stream, from one thread at a time"
+            )
 
     def take_reasoning(self) -> str:
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
@@ -278,10 +327,13 @@ class StreamScrubber:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._whole:
             return self._feed_whole(delta)
-        if not self._held and self._opener is None and not self._reasoning and not any(
-            c in delta for c in self._firsts
-        ) and not (self._fences and "`" in delta) and not (
-            self._spec.table.anchored and word_tail(self._spec.table, delta, 0) < len(delta)
+        if (
+            not self._held
+            and self._opener is None
+            and not self._reasoning
+            and not any(c in delta for c in self._firsts)
+            and not (self._fences and "`" in delta)
+            and not (self._spec.table.anchored and word_tail(self._spec.table, delta, 0) < len(delta))
         ):
             if self._after is not None and not _all_ws(delta):
                 self._after = None
@@ -486,7 +538,7 @@ class StreamScrubber:
                     calls = read_unterminated(self._spec.table, self._k, self._opener, body, self._ctx)
                 if c >= 0:
                     self._finish(body[:c], out, closer)
-                    s, base = body[c + len(closer):], gbody + c + len(closer)
+                    s, base = body[c + len(closer) :], gbody + c + len(closer)
                 elif calls is not None:
                     self._finish(body, out, "", calls)
                     s, base = "", gbody + len(body)

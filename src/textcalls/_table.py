@@ -9,8 +9,17 @@ from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 
 __all__ = [
-    "Table", "table_for", "read_block", "read_unterminated", "read_whole", "word_tail", "CALLS_IN_REASONING",
-    "UNKNOWN_TOOLS", "STRIPPED_CLOSERS", "BareLead", "read_bare",
+    "CALLS_IN_REASONING",
+    "STRIPPED_CLOSERS",
+    "UNKNOWN_TOOLS",
+    "BareLead",
+    "Table",
+    "read_bare",
+    "read_block",
+    "read_unterminated",
+    "read_whole",
+    "table_for",
+    "word_tail",
 ]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
@@ -151,15 +160,34 @@ class BareLead:
     ``feed(delta)`` (the start) returns ``None`` while the start may still be a call, else ``(calls,
     text, consumed)``: the calls (``None``: it is not one), the text the scanner reads from here
     (everything held when not a call; the rest after the call otherwise) and how many characters the
-    calls took (not a call: ``stop``). ``read(s, start)`` (the end) returns -1 while undecided, else the candidate is not a
-    call. ``finish()`` decides at the end of the message. When a candidate is not a call, ``stop`` is
+    calls took (not a call: ``stop``). ``read(s, start)`` (the end) returns -1 while undecided, else the
+    candidate is not a call. ``finish()`` decides at the end of the message. When a candidate is not a call, ``stop`` is
     how far from its first character it was read: the scanners start no other candidate before there,
     so each character is read by one candidate at most (linear). At most ``max_block`` characters are
     held: past that it is text.
     """
 
-    __slots__ = ("ctx", "tail", "room", "phase", "parts", "seen", "value", "depth", "in_str", "esc", "ticks",
-                 "fence", "info", "calls", "broke", "stop", "level", "expect", "key")
+    __slots__ = (
+        "ctx",
+        "tail",
+        "room",
+        "phase",
+        "parts",
+        "seen",
+        "value",
+        "depth",
+        "in_str",
+        "esc",
+        "ticks",
+        "fence",
+        "info",
+        "calls",
+        "broke",
+        "stop",
+        "level",
+        "expect",
+        "key",
+    )
 
     def __init__(self, ctx: Context, max_block: int, tail: bool = False) -> None:
         self.ctx = ctx
@@ -225,8 +253,9 @@ class BareLead:
         return "".join(self.parts)
 
     def finish(self):
-        if self.phase == _AFTER or (not self.tail and (
-                self.phase == _TAIL or (self.phase == _CLOSE and self.ticks >= self.fence))):
+        if self.phase == _AFTER or (
+            not self.tail and (self.phase == _TAIL or (self.phase == _CLOSE and self.ticks >= self.fence))
+        ):
             return self.calls, "", self.seen
         self.stop = self.seen
         return None, "".join(self.parts), self.stop
@@ -265,7 +294,7 @@ class BareLead:
                         self.esc = True
                     else:
                         self.in_str = False
-                    self.value.append(s[i:j + 1])
+                    self.value.append(s[i : j + 1])
                     i = j + 1
                     continue
                 m = _JSON_STOP.search(s, i, end)
@@ -274,7 +303,7 @@ class BareLead:
                     return -1
                 j = m.start()
                 c = s[j]
-                self.value.append(s[i:j + 1])
+                self.value.append(s[i : j + 1])
                 i = j + 1
                 if c == '"':
                     self.in_str = True
@@ -298,7 +327,7 @@ class BareLead:
                         self.phase = _FENCE_END if self.fence else _AFTER
                 continue
             c = s[i]
-            if phase == _START or phase == _VALUE:
+            if phase in (_START, _VALUE):
                 if c in (_BLANK if phase == _START else _WS):
                     i += 1
                     continue

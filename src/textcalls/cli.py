@@ -108,11 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     recover.add_argument("file", nargs="?", help="input file (default: stdin)")
     recover.add_argument(
-        "--native", action="store_true",
+        "--native",
+        action="store_true",
         help="apply the native gate to a response: recover only choices that carry no structured tool_calls",
     )
     recover.add_argument(
-        "--no-tools", action="store_true",
+        "--no-tools",
+        action="store_true",
         help="the request offered no tools: a response passes through unchanged",
     )
     proxy = commands.add_parser(
@@ -122,27 +124,56 @@ def main(argv: list[str] | None = None) -> int:
         "tools come back with their text tool calls recovered, streamed or not. Logs one line per request.",
     )
     proxy.error = lambda message: proxy.exit(2, f"textcalls proxy: error: {message}\n")  # one line
-    proxy.add_argument("--upstream", required=True, metavar="URL",
-                       help="the OpenAI-compatible server's root, e.g. http://127.0.0.1:8000 (request paths, "
-                       "/v1/... included, are appended to it)")
-    proxy.add_argument("--listen", default="127.0.0.1:8787", metavar="HOST:PORT",
-                       help="address to serve on (default 127.0.0.1:8787; port 0 picks a free one)")
+    proxy.add_argument(
+        "--upstream",
+        required=True,
+        metavar="URL",
+        help="the OpenAI-compatible server's root, e.g. http://127.0.0.1:8000 (request paths, "
+        "/v1/... included, are appended to it)",
+    )
+    proxy.add_argument(
+        "--listen",
+        default="127.0.0.1:8787",
+        metavar="HOST:PORT",
+        help="address to serve on (default 127.0.0.1:8787; port 0 picks a free one)",
+    )
     gate = proxy.add_mutually_exclusive_group()
-    gate.add_argument("--native", dest="native", action="store_true", default=True,
-                      help="the upstream returns structured calls itself: recover only choices without any (default)")
-    gate.add_argument("--prompt-guided", dest="native", action="store_false",
-                      help="tools are described in the prompt: always recover")
-    proxy.add_argument("--connect-timeout", default=CONNECT_TIMEOUT, metavar="SECONDS",
-                       help="seconds to open an upstream connection (else 502), and to wait for a free one when "
-                       f"--max-connections are busy (else 503) (default {CONNECT_TIMEOUT:g})")
-    proxy.add_argument("--read-timeout", default=READ_TIMEOUT, metavar="SECONDS",
-                       help="seconds the upstream may stay silent: before it answers (else 504) or within its answer "
-                       f"(else the answer is cut off) (default {READ_TIMEOUT:g})")
-    proxy.add_argument("--body-timeout", default=BODY_TIMEOUT, metavar="SECONDS",
-                       help="seconds a client has to send its whole request body (else 408) "
-                       f"(default {BODY_TIMEOUT:g})")
-    proxy.add_argument("--max-connections", default=MAX_CONNECTIONS, metavar="N",
-                       help=f"cap on concurrent upstream connections (default {MAX_CONNECTIONS})")
+    gate.add_argument(
+        "--native",
+        dest="native",
+        action="store_true",
+        default=True,
+        help="the upstream returns structured calls itself: recover only choices without any (default)",
+    )
+    gate.add_argument(
+        "--prompt-guided", dest="native", action="store_false", help="tools are described in the prompt: always recover"
+    )
+    proxy.add_argument(
+        "--connect-timeout",
+        default=CONNECT_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds to open an upstream connection (else 502), and to wait for a free one when "
+        f"--max-connections are busy (else 503) (default {CONNECT_TIMEOUT:g})",
+    )
+    proxy.add_argument(
+        "--read-timeout",
+        default=READ_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds the upstream may stay silent: before it answers (else 504) or within its answer "
+        f"(else the answer is cut off) (default {READ_TIMEOUT:g})",
+    )
+    proxy.add_argument(
+        "--body-timeout",
+        default=BODY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds a client has to send its whole request body (else 408) (default {BODY_TIMEOUT:g})",
+    )
+    proxy.add_argument(
+        "--max-connections",
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help=f"cap on concurrent upstream connections (default {MAX_CONNECTIONS})",
+    )
     args = parser.parse_args(argv)
     if args.command == "proxy":
         return _proxy(args, proxy)

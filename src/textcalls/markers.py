@@ -88,99 +88,118 @@ def _ascii(text: str) -> str:
 #: Dialect names in table order, and whether each is on by default. The off ones have no marker of
 #: their own: they are whole-message formats, chosen with ``formats=``.
 DIALECTS: dict[str, bool] = {
-    "reasoning": True,     # <think>…</think>: reasoning, not content (see calls_in_reasoning)
-    HERMES: True,          # <tool_call …>: JSON objects or arrays (Hermes, Qwen, Granite), Qwen3-Coder XML, GLM
-    "seed_oss": True,      # <seed:tool_call>: Qwen3-Coder XML
-    DEEPSEEK: True,        # DeepSeek V3/R1/V3.1 (full-width or ASCII bars), R1-distill section opener
+    "reasoning": True,  # <think>…</think>: reasoning, not content (see calls_in_reasoning)
+    HERMES: True,  # <tool_call …>: JSON objects or arrays (Hermes, Qwen, Granite), Qwen3-Coder XML, GLM
+    "seed_oss": True,  # <seed:tool_call>: Qwen3-Coder XML
+    DEEPSEEK: True,  # DeepSeek V3/R1/V3.1 (full-width or ASCII bars), R1-distill section opener
     "deepseek_dsml": True,  # DeepSeek V3.2 / V4 DSML
     "kimi_k2": True,
     "minimax_m2": True,
-    "minimax_m1": True,    # <tool_calls> JSON lines / array: MiniMax-M1, Jamba, Hunyuan (only when calls)
-    "mistral": True,       # [TOOL_CALLS]
+    "minimax_m1": True,  # <tool_calls> JSON lines / array: MiniMax-M1, Jamba, Hunyuan (only when calls)
+    "mistral": True,  # [TOOL_CALLS]
     "gemma4": True,
     "function_gemma": True,
-    "lfm2": True,          # <|tool_call_start|>[f(a=1)]<|tool_call_end|> (Kimi/LFM2 pythonic)
+    "lfm2": True,  # <|tool_call_start|>[f(a=1)]<|tool_call_end|> (Kimi/LFM2 pythonic)
     "olmo3": True,
     "llama4": True,
-    "llama3": True,        # <|python_tag|>{…}
-    "granite3": True,      # <|tool_call|>[…]
+    "llama3": True,  # <|python_tag|>{…}
+    "granite3": True,  # <|tool_call|>[…]
     "internlm": True,
     "command_r": True,
     "nemotron": True,
     "step3": True,
-    "functionary": True,   # <function=NAME>{…}</function>, <function name="NAME">{…}</function>
+    "functionary": True,  # <function=NAME>{…}</function>, <function name="NAME">{…}</function>
     "longcat": True,
     "apertus": True,
-    "wrappers": True,      # <tools>, <tool>, <response>, <json>, <JSON>, <xml>, <function_call> around a call
-    "harmony": True,       # gpt-oss Harmony written as text: commentary calls, analysis = reasoning, final = content
-    "lmstudio": True,      # [TOOL_REQUEST]{…}[END_TOOL_REQUEST]: LM Studio's own call format
+    "wrappers": True,  # <tools>, <tool>, <response>, <json>, <JSON>, <xml>, <function_call> around a call
+    "harmony": True,  # gpt-oss Harmony written as text: commentary calls, analysis = reasoning, final = content
+    "lmstudio": True,  # [TOOL_REQUEST]{…}[END_TOOL_REQUEST]: LM Studio's own call format
     "bracket_tool_call": True,  # [TOOL_CALL]{tool => "NAME", args => {--key "v"}}[/TOOL_CALL]: MiniMax M2.5/M2.7
     "harmony_text": False,  # gpt-oss with its special tokens stripped: a plain phrase as opener — held deltas (opt-in)
-    "phi4_mini": False,    # functools[{…}]: a plain word as opener — every delta ending in f… is held (opt-in)
-    "json_message": False,      # the whole message is a call object / array of them (Llama 3.x)
+    "phi4_mini": False,  # functools[{…}]: a plain word as opener — every delta ending in f… is held (opt-in)
+    "json_message": False,  # the whole message is a call object / array of them (Llama 3.x)
     "pythonic_message": False,  # the whole message is a pythonic call list [f(a=1), g()]
 }
 
 _WRAPPERS = ("tools", "tool", "response", "json", "JSON", "xml", "function_call")
 
 BLOCKS: tuple[Block, ...] = (
-    Block(HERMES, HERMES_OPEN, HERMES_CLOSE, "hermes", delimiters=HERMES_DELIMITERS),
-    Block("seed_oss", "<seed:tool_call>", "</seed:tool_call>", "qwen3_xml", json_strings=False),
-    Block(DEEPSEEK, DEEPSEEK_OPEN, DEEPSEEK_CLOSE, "deepseek"),
-    Block(DEEPSEEK, _ascii(DEEPSEEK_OPEN), _ascii(DEEPSEEK_CLOSE), "deepseek"),
-    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}function_calls>", f"</{_BAR}DSML{_BAR}function_calls>", "dsml",
-          json_strings=False),
-    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}tool_calls>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml",
-          json_strings=False),
-    Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
-    Block("minimax_m2", "<minimax:tool_call>", "</minimax:tool_call>", "minimax_m2", json_strings=False),
-    Block("minimax_m1", "<tool_calls>", "</tool_calls>", "json_lines_or_array", strong=False, starts="{["),
-    Block("mistral", "[TOOL_CALLS]", None, "mistral"),
-    Block("gemma4", "<|tool_call>", "<tool_call|>", "gemma4", json_strings=False),
-    Block("function_gemma", "<start_function_call>", "<end_function_call>", "function_gemma", json_strings=False),
-    Block("lfm2", "<|tool_call_start|>", "<|tool_call_end|>", "pythonic_list", json_strings=False),
-    Block("olmo3", "<function_calls>", "</function_calls>", "pythonic_lines", json_strings=False),
-    Block("llama4", "<|python_start|>", "<|python_end|>", "pythonic_list", json_strings=False),
-    Block("llama3", "<|python_tag|>", None, "json_calls"),
-    Block("granite3", "<|tool_call|>", None, "json_calls"),
-    Block("internlm", "<|action_start|><|plugin|>", "<|action_end|>", "json_calls"),
-    Block("command_r", "<|START_ACTION|>", "<|END_ACTION|>", "json_calls"),
-    Block("nemotron", "<TOOLCALL>", "</TOOLCALL>", "json_calls"),
-    Block("step3", f"<{_BAR}tool_call_begin{_BAR}>", f"<{_BAR}tool_call_end{_BAR}>", "step3", json_strings=False),
-    Block("functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False,
-          starts="{<"),
-    Block("phi4_mini", "functools", None, "json_calls", strong=False, anchor="["),
-    Block("longcat", "<longcat_tool_call>", "</longcat_tool_call>", "hermes"),
-    Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
-    # Harmony: <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{ARGS}<|call|>, or the
-    # recipient first: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{ARGS}<|call|>
-    Block("harmony", "<|channel|>commentary", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
-    Block("harmony", "<|start|>assistant", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
-) + tuple(
-    Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS
-) + (
-    # Cousins seen in the field (issue 8): each one's own literal and grammar.
-    Block("lmstudio", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]", "json_calls"),
-    Block("bracket_tool_call", "[TOOL_CALL]", "[/TOOL_CALL]", "arrow_call"),
-    # lowercase Nemotron: an ordinary word too, so its body must start as JSON and be calls (else text)
-    Block("nemotron", "<toolcall>", "</toolcall>", "json_lines_or_array", strong=False, starts="{["),
-    # DSML openers as DeepSeek V4 misspells them (vLLM #56141), and the ASCII-bar spelling
-    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcalls>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml", json_strings=False),
-    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}tool>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml", json_strings=False),
-    Block("deepseek_dsml", "<|DSML|tool_calls>", "</|DSML|tool_calls>", "dsml", json_strings=False),
-    Block("deepseek_dsml", "<|DSML|function_calls>", "</|DSML|function_calls>", "dsml", json_strings=False),
-    # <｜DSML｜toolcall>NAME then (fenced) JSON arguments, or invokes
-    Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcall>", f"</{_BAR}DSML{_BAR}toolcall>", "dsml_toolcall"),
-    # Llama 3.1 built-in tools: <|python_tag|>brave_search.call(query="…")<|eom_id|>
-    Block("llama3", "<|python_tag|>brave_search.call(", "<|eom_id|>", "builtin_call", json_strings=False),
-    Block("llama3", "<|python_tag|>wolfram_alpha.call(", "<|eom_id|>", "builtin_call", json_strings=False),
-    # Kimi K2 with its tool-call tokens decoded by id (a tokenizer that lost their names)
-    Block("kimi_k2", "<|reserved_token_163597|>", "<|reserved_token_163599|>", "kimi_k2"),
-    # gpt-oss with its special tokens stripped: commentary to=functions.NAME json{…} (opt-in: plain phrases).
-    # Anchored at the f of "functions": no word opener may hold an f past its first character, or the
-    # tail a stream holds for one word (functools) could hide the start of another (see _table.word_tail).
-    Block("harmony_text", "commentary to=", None, "harmony_text", strong=False, anchor="f"),
-    Block("harmony_text", "to=", None, "harmony_text", strong=False, anchor="f"),
+    (
+        Block(HERMES, HERMES_OPEN, HERMES_CLOSE, "hermes", delimiters=HERMES_DELIMITERS),
+        Block("seed_oss", "<seed:tool_call>", "</seed:tool_call>", "qwen3_xml", json_strings=False),
+        Block(DEEPSEEK, DEEPSEEK_OPEN, DEEPSEEK_CLOSE, "deepseek"),
+        Block(DEEPSEEK, _ascii(DEEPSEEK_OPEN), _ascii(DEEPSEEK_CLOSE), "deepseek"),
+        Block(
+            "deepseek_dsml",
+            f"<{_BAR}DSML{_BAR}function_calls>",
+            f"</{_BAR}DSML{_BAR}function_calls>",
+            "dsml",
+            json_strings=False,
+        ),
+        Block(
+            "deepseek_dsml",
+            f"<{_BAR}DSML{_BAR}tool_calls>",
+            f"</{_BAR}DSML{_BAR}tool_calls>",
+            "dsml",
+            json_strings=False,
+        ),
+        Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
+        Block("minimax_m2", "<minimax:tool_call>", "</minimax:tool_call>", "minimax_m2", json_strings=False),
+        Block("minimax_m1", "<tool_calls>", "</tool_calls>", "json_lines_or_array", strong=False, starts="{["),
+        Block("mistral", "[TOOL_CALLS]", None, "mistral"),
+        Block("gemma4", "<|tool_call>", "<tool_call|>", "gemma4", json_strings=False),
+        Block("function_gemma", "<start_function_call>", "<end_function_call>", "function_gemma", json_strings=False),
+        Block("lfm2", "<|tool_call_start|>", "<|tool_call_end|>", "pythonic_list", json_strings=False),
+        Block("olmo3", "<function_calls>", "</function_calls>", "pythonic_lines", json_strings=False),
+        Block("llama4", "<|python_start|>", "<|python_end|>", "pythonic_list", json_strings=False),
+        Block("llama3", "<|python_tag|>", None, "json_calls"),
+        Block("granite3", "<|tool_call|>", None, "json_calls"),
+        Block("internlm", "<|action_start|><|plugin|>", "<|action_end|>", "json_calls"),
+        Block("command_r", "<|START_ACTION|>", "<|END_ACTION|>", "json_calls"),
+        Block("nemotron", "<TOOLCALL>", "</TOOLCALL>", "json_calls"),
+        Block("step3", f"<{_BAR}tool_call_begin{_BAR}>", f"<{_BAR}tool_call_end{_BAR}>", "step3", json_strings=False),
+        Block(
+            "functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False, starts="{<"
+        ),
+        Block("phi4_mini", "functools", None, "json_calls", strong=False, anchor="["),
+        Block("longcat", "<longcat_tool_call>", "</longcat_tool_call>", "hermes"),
+        Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
+        # Harmony: <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{ARGS}<|call|>, or the
+        # recipient first: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{ARGS}<|call|>
+        Block("harmony", "<|channel|>commentary", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
+        Block("harmony", "<|start|>assistant", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
+    )
+    + tuple(Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS)
+    + (
+        # Cousins seen in the field (issue 8): each one's own literal and grammar.
+        Block("lmstudio", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]", "json_calls"),
+        Block("bracket_tool_call", "[TOOL_CALL]", "[/TOOL_CALL]", "arrow_call"),
+        # lowercase Nemotron: an ordinary word too, so its body must start as JSON and be calls (else text)
+        Block("nemotron", "<toolcall>", "</toolcall>", "json_lines_or_array", strong=False, starts="{["),
+        # DSML openers as DeepSeek V4 misspells them (vLLM #56141), and the ASCII-bar spelling
+        Block(
+            "deepseek_dsml",
+            f"<{_BAR}DSML{_BAR}toolcalls>",
+            f"</{_BAR}DSML{_BAR}tool_calls>",
+            "dsml",
+            json_strings=False,
+        ),
+        Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}tool>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml", json_strings=False),
+        Block("deepseek_dsml", "<|DSML|tool_calls>", "</|DSML|tool_calls>", "dsml", json_strings=False),
+        Block("deepseek_dsml", "<|DSML|function_calls>", "</|DSML|function_calls>", "dsml", json_strings=False),
+        # <｜DSML｜toolcall>NAME then (fenced) JSON arguments, or invokes
+        Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcall>", f"</{_BAR}DSML{_BAR}toolcall>", "dsml_toolcall"),
+        # Llama 3.1 built-in tools: <|python_tag|>brave_search.call(query="…")<|eom_id|>
+        Block("llama3", "<|python_tag|>brave_search.call(", "<|eom_id|>", "builtin_call", json_strings=False),
+        Block("llama3", "<|python_tag|>wolfram_alpha.call(", "<|eom_id|>", "builtin_call", json_strings=False),
+        # Kimi K2 with its tool-call tokens decoded by id (a tokenizer that lost their names)
+        Block("kimi_k2", "<|reserved_token_163597|>", "<|reserved_token_163599|>", "kimi_k2"),
+        # gpt-oss with its special tokens stripped: commentary to=functions.NAME json{…} (opt-in: plain phrases).
+        # Anchored at the f of "functions": no word opener may hold an f past its first character, or the
+        # tail a stream holds for one word (functools) could hide the start of another (see _table.word_tail).
+        Block("harmony_text", "commentary to=", None, "harmony_text", strong=False, anchor="f"),
+        Block("harmony_text", "to=", None, "harmony_text", strong=False, anchor="f"),
+    )
 )
 
 MARKERS: tuple[Marker, ...] = (

@@ -56,8 +56,13 @@ def parse(
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
     scrubber = _scan.impl.StreamScrubber(
-        max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
-        calls_in_reasoning=calls_in_reasoning, code_fences=code_fences, reasoning_started=reasoning_started,
+        max_block=max_block,
+        formats=formats,
+        tools=tools,
+        unknown_tools=unknown_tools,
+        calls_in_reasoning=calls_in_reasoning,
+        code_fences=code_fences,
+        reasoning_started=reasoning_started,
     )
     content = scrubber.feed(text) + scrubber.flush()
     return Parsed(content.strip(), scrubber.calls, scrubber.removed, scrubber.take_reasoning().strip())

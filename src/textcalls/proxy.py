@@ -25,8 +25,19 @@ from .openai import should_recover
 from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery
 
-__all__ = ["BODY_TIMEOUT", "CHAT_PATH", "CONNECT_TIMEOUT", "MAX_CONNECTIONS", "MAX_REQUEST", "MAX_RESPONSE",
-           "READ_TIMEOUT", "check_upstream", "create_app", "run", "start"]
+__all__ = [
+    "BODY_TIMEOUT",
+    "CHAT_PATH",
+    "CONNECT_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "MAX_REQUEST",
+    "MAX_RESPONSE",
+    "READ_TIMEOUT",
+    "check_upstream",
+    "create_app",
+    "run",
+    "start",
+]
 
 log = logging.getLogger("textcalls.proxy")
 
@@ -46,8 +57,17 @@ BODY_TIMEOUT = 60.0
 MAX_CONNECTIONS = 100
 #: Headers that describe one connection, never forwarded (RFC 9110 7.6.1), plus proxy-connection.
 HOP_BY_HOP = frozenset(
-    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
-     "te", "trailer", "transfer-encoding", "upgrade"}
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
 )
 # Not forwarded upstream either: aiohttp writes Host for the upstream; Expect was answered here.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "expect"}
@@ -113,8 +133,14 @@ def _count(name: str, value) -> int:
 def _json_type(value) -> str:
     if isinstance(value, bool):
         return "a boolean"
-    return {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
-            type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def _offered_tools(body: bytes) -> tuple:
@@ -203,8 +229,17 @@ def _connect_timeout(aiohttp, e) -> bool:
 class _Proxy:
     """The handler and the upstream session of one app."""
 
-    def __init__(self, upstream: str, native: bool, *, connect_timeout: float, read_timeout: float,
-                 body_timeout: float, max_connections: int, max_event: int) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        native: bool,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+        body_timeout: float,
+        max_connections: int,
+        max_event: int,
+    ) -> None:
         self.aiohttp, self.web = _aiohttp()
         from yarl import URL  # an aiohttp dependency
 
@@ -223,8 +258,9 @@ class _Proxy:
 
     async def session_context(self, app):
         aiohttp = self.aiohttp
-        timeout = aiohttp.ClientTimeout(total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout,
-                                        sock_read=self.read_timeout)
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout, sock_read=self.read_timeout
+        )
         connector = aiohttp.TCPConnector(limit=self.max_connections)
         self.slots = asyncio.Semaphore(self.max_connections)
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False, timeout=timeout) as self.session:
@@ -277,14 +313,20 @@ class _Proxy:
         return response
 
     async def _body_timed_out(self, request) -> tuple:
-        log.warning("%s %s: the client did not send its request body within %g s", request.method,
-                    request.path_qs, self.body_timeout)
+        log.warning(
+            "%s %s: the client did not send its request body within %g s",
+            request.method,
+            request.path_qs,
+            self.body_timeout,
+        )
         message = f"the request body was not received within {self.body_timeout:g} s"
         return await self._close_with(request, self._error(408, "request_timeout", message)), "request body timeout"
 
     def _bad_target(self, request) -> tuple:
-        message = ("the request target must be a path starting with one '/' (origin form): absolute-form, "
-                   "authority-form and '*' targets are not relayed")
+        message = (
+            "the request target must be a path starting with one '/' (origin form): absolute-form, "
+            "authority-form and '*' targets are not relayed"
+        )
         return self._error(400, "invalid_request_error", message), "bad request target"
 
     async def _handle(self, request) -> tuple:
@@ -299,8 +341,9 @@ class _Proxy:
         except ValueError:
             origin = None
         if origin != self.origin:  # cannot happen for a path; checked all the same
-            log.warning("%s %s: not relayed: the target would change the upstream's origin", request.method,
-                        request.path_qs)
+            log.warning(
+                "%s %s: not relayed: the target would change the upstream's origin", request.method, request.path_qs
+            )
             return self._bad_target(request)
         headers = CIMultiDict(_forwarded(request.headers, _REQUEST_DROP))
         tools, body = None, None
@@ -327,15 +370,26 @@ class _Proxy:
             else:
                 await self.slots.acquire()  # returns at once
         except asyncio.TimeoutError:
-            log.warning("%s %s: all %d upstream connections stayed busy for %g s", request.method,
-                        request.path_qs, self.max_connections, self.connect_timeout)
-            message = (f"all {self.max_connections} upstream connections stayed busy for "
-                       f"{self.connect_timeout:g} s: try again later")
+            log.warning(
+                "%s %s: all %d upstream connections stayed busy for %g s",
+                request.method,
+                request.path_qs,
+                self.max_connections,
+                self.connect_timeout,
+            )
+            message = (
+                f"all {self.max_connections} upstream connections stayed busy for "
+                f"{self.connect_timeout:g} s: try again later"
+            )
             return self._error(503, "service_unavailable", message), "no free upstream connection"
         answered = False
         try:
             async with self.session.request(
-                request.method, url, headers=headers, data=data, allow_redirects=False,
+                request.method,
+                url,
+                headers=headers,
+                data=data,
+                allow_redirects=False,
                 skip_auto_headers=_NO_AUTO_HEADERS,
             ) as upstream:
                 answered = True
@@ -391,8 +445,9 @@ class _Proxy:
         events = plain and content_type.startswith("text/event-stream")  # must end at an event's end
         return response, "relayed" + await self._pump(request, response, upstream, [], events=events)
 
-    async def _pump(self, request, response, upstream, held: list, recovery: SSERecovery | None = None,
-                    events: bool = False) -> str:
+    async def _pump(
+        self, request, response, upstream, held: list, recovery: SSERecovery | None = None, events: bool = False
+    ) -> str:
         """Send ``held`` and the rest of the upstream body (through ``recovery``) to the client.
 
         Returns "" or why it stopped early: the client left, or the upstream broke off: reading failed
@@ -439,9 +494,16 @@ class _Proxy:
         return ", upstream broke off"
 
 
-def create_app(upstream: str, *, native: bool = True, connect_timeout: float = CONNECT_TIMEOUT,
-               read_timeout: float = READ_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
-               max_connections: int = MAX_CONNECTIONS, max_event: int = MAX_EVENT):
+def create_app(
+    upstream: str,
+    *,
+    native: bool = True,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+    max_event: int = MAX_EVENT,
+):
     """An ``aiohttp.web.Application`` proxying to ``upstream`` (see the module docstring).
 
     ``connect_timeout``: seconds to wait for a free upstream connection when ``max_connections``
@@ -455,11 +517,15 @@ def create_app(upstream: str, *, native: bool = True, connect_timeout: float = C
     """
     upstream = check_upstream(upstream)
     should_recover(native, True, 0)  # type-checks native
-    proxy = _Proxy(upstream, native, connect_timeout=_seconds("connect_timeout", connect_timeout),
-                   read_timeout=_seconds("read_timeout", read_timeout),
-                   body_timeout=_seconds("body_timeout", body_timeout),
-                   max_connections=_count("max_connections", max_connections),
-                   max_event=_count("max_event", max_event))
+    proxy = _Proxy(
+        upstream,
+        native,
+        connect_timeout=_seconds("connect_timeout", connect_timeout),
+        read_timeout=_seconds("read_timeout", read_timeout),
+        body_timeout=_seconds("body_timeout", body_timeout),
+        max_connections=_count("max_connections", max_connections),
+        max_event=_count("max_event", max_event),
+    )
     app = proxy.web.Application(client_max_size=MAX_REQUEST, middlewares=[proxy.middleware])
     app.cleanup_ctx.append(proxy.session_context)
     app.router.add_route("*", "/{tail:.*}", proxy.handle)
@@ -472,8 +538,7 @@ async def start(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, nat
     ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``).
     """
     web = _aiohttp()[1]
-    runner = web.AppRunner(create_app(upstream, native=native, **options), handler_cancellation=True,
-                           access_log=None)
+    runner = web.AppRunner(create_app(upstream, native=native, **options), handler_cancellation=True, access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -492,13 +557,21 @@ async def _serve(upstream: str, host: str, port: int, native: bool, options: dic
     runner = await start(upstream, host=host, port=port, native=native, **options)
     try:
         if urlsplit(upstream).path.endswith("/v1"):
-            log.warning("the upstream URL ends with /v1 and request paths (/v1/...) are appended to it: "
-                        "give the server's root unless it really serves /v1/v1/...")
+            log.warning(
+                "the upstream URL ends with /v1 and request paths (/v1/...) are appended to it: "
+                "give the server's root unless it really serves /v1/v1/..."
+            )
         for address in runner.addresses:
             host, port = address[:2]
             shown = f"[{host}]" if ":" in host else host
-            log.info("textcalls proxy on http://%s:%d -> %s (%s, %s scanner)", shown, port, upstream,
-                     "native" if native else "prompt-guided", _scan.IMPLEMENTATION)
+            log.info(
+                "textcalls proxy on http://%s:%d -> %s (%s, %s scanner)",
+                shown,
+                port,
+                upstream,
+                "native" if native else "prompt-guided",
+                _scan.IMPLEMENTATION,
+            )
         stop = asyncio.Event()
         with contextlib.suppress(NotImplementedError):  # no signal handlers in Windows event loops
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

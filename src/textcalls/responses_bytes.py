@@ -30,8 +30,12 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if not should_recover(native, has_tools, 0):
         return body
     data = bytes(body) if isinstance(body, memoryview) else body
-    if not (may_contain_markup(data, formats=options.get("formats")) or options.get("reasoning_started")
-            or _marked_name(data) or (options.get("tools") is not None and may_hold_bare_call(data))):
+    if not (
+        may_contain_markup(data, formats=options.get("formats"))
+        or options.get("reasoning_started")
+        or _marked_name(data)
+        or (options.get("tools") is not None and may_hold_bare_call(data))
+    ):
         # no JSON decoding at all
         return body
     try:

@@ -27,6 +27,7 @@ _WORD = re.compile(r"[A-Za-z0-9_:]+")
 
 # -- raw bodies ------------------------------------------------------------------------------------
 
+
 def _char_forms(ch: str, as_bytes: bool) -> str:
     """A regex for one literal character as a JSON encoder may write it: raw, ``\\uXXXX`` (``<>&``
     and non-ASCII, hex in either case), ``\\/`` or ``\\"``."""
@@ -83,8 +84,9 @@ def may_contain_markup(data, *, formats=None) -> bool:
 #: call (``{``, ``[``) or a fence (a backtick), or any line of which starts (after up to 3 spaces) with
 #: ``{`` or ``[``, may, with ``tools``, hold a call; raw or ``\\u``-escaped.
 _BARE_START = re.compile(
-    rb'"content"\s*:\s*"(?:[ \t]|\\[nrt]|\\u00(?:20|09|0[aAdD]))*(?:[{\[`]|\\u00(?:7[bB]|5[bB]|60))')
-_BARE_LINE = re.compile(rb'(?:\\n|\\u000[aA])(?: |\\u0020){0,3}(?:[{\[]|\\u00(?:7[bB]|5[bB]))')
+    rb'"content"\s*:\s*"(?:[ \t]|\\[nrt]|\\u00(?:20|09|0[aAdD]))*(?:[{\[`]|\\u00(?:7[bB]|5[bB]|60))'
+)
+_BARE_LINE = re.compile(rb"(?:\\n|\\u000[aA])(?: |\\u0020){0,3}(?:[{\[]|\\u00(?:7[bB]|5[bB]))")
 
 
 def may_hold_bare_call(data: bytes) -> bool:

@@ -122,10 +122,15 @@ class SSERecovery:
             if around is not None:
                 before, after = around  # one event like the remembered one, around a text with nothing to act on
                 end = len(data) - len(after)
-                if end >= len(before) and data.startswith(before) and data.endswith(after) and (
-                        self._inside(data, len(before), end) is None) and len(data) <= self.max_event:
+                if (
+                    end >= len(before)
+                    and data.startswith(before)
+                    and data.endswith(after)
+                    and (self._inside(data, len(before), end) is None)
+                    and len(data) <= self.max_event
+                ):
                     if self._fences and not self._midline:
-                        self._follow(data[len(before):end])
+                        self._follow(data[len(before) : end])
                     return data
             elif self._tries:
                 return self._feed_and_clear(data)
@@ -253,8 +258,12 @@ class SSERecovery:
         while startswith(before, pos, limit):
             start = pos + skip
             end = find(b'"', start, limit)  # a plain text holds no quote: its end, if the suffix follows
-            if end < 0 or not startswith(after, end, limit) or inside(buf, start, end) is not None or (
-                    end + tail - pos > self.max_event):
+            if (
+                end < 0
+                or not startswith(after, end, limit)
+                or inside(buf, start, end) is not None
+                or (end + tail - pos > self.max_event)
+            ):
                 break
             if self._fences and not self._midline:
                 texts.append(buf[start:end])
@@ -340,20 +349,26 @@ class SSERecovery:
             return
         choice = choices[0]
         delta = choice.get("delta")
-        if (not isinstance(delta, dict) or delta.keys() != {"content"} or not isinstance(delta["content"], str)
-                or choice.get("finish_reason") is not None or choice.get("logprobs") is not None
-                or not choice.keys() <= _CHOICE_KEYS or not raw.endswith(b"\n")):
+        if (
+            not isinstance(delta, dict)
+            or delta.keys() != {"content"}
+            or not isinstance(delta["content"], str)
+            or choice.get("finish_reason") is not None
+            or choice.get("logprobs") is not None
+            or not choice.keys() <= _CHOICE_KEYS
+            or not raw.endswith(b"\n")
+        ):
             return
         text = delta["content"].encode("utf-8", "surrogatepass")
         i = raw.find(_CONTENT)
         if i < 0 or raw.find(_CONTENT, i + 1) >= 0:
             return
         start = i + len(_CONTENT)
-        while raw[start:start + 1] == b" ":
+        while raw[start : start + 1] == b" ":
             start += 1
         start += 1  # the opening quote
         end = start + len(text)
-        if raw[start - 1:start] == b'"' and raw[start:end] == text and raw[end:end + 1] == b'"':
+        if raw[start - 1 : start] == b'"' and raw[start:end] == text and raw[end : end + 1] == b'"':
             self._around = (raw[:start], raw[end:])
             self._around_index = choice["index"]
 

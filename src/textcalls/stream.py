@@ -22,6 +22,7 @@ REASONING_KEY = "reasoning_content"
 #: would open one more raises ValueError (``SSERecovery`` then relays its event unrecovered).
 MAX_CHOICES = 128
 
+
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
@@ -133,8 +134,11 @@ class ChunkRecovery:
         # from its first `{`, `[` or backtick after blanks): content skipped by the screens must then reach
         # the scrubber until its choice has shown non-blank text (see follow), as with code fences on — so
         # the screens are those of fences on (they skip less, never more), and `{`, `[` are starts too
-        self._bare = options.get("tools") is not None and not options.get("reasoning_started") and not (
-            table.whole or table.anchored)
+        self._bare = (
+            options.get("tools") is not None
+            and not options.get("reasoning_started")
+            and not (table.whole or table.anchored)
+        )
         #: the screens, derived from the same table, fence setting and bare-call reading as the scrubbers
         self.screen = screen_for(table, options.get("code_fences", True), self._bare)
         self.starts = self.screen.starts  #: what can begin markup, a fence run or a bare call in content
@@ -219,7 +223,7 @@ class ChunkRecovery:
         elif state.midline and "\n" not in text:
             return
         state.scrubber.feed(text)
-        tail = text[text.rfind("\n") + 1:]
+        tail = text[text.rfind("\n") + 1 :]
         if self._bare:  # only non-blank text shows its scrubber is past a bare call's start
             state.midline = bool(tail.strip(" \r"))
         else:
@@ -251,8 +255,10 @@ class ChunkRecovery:
             return
         new = {choice["index"] for choice in choices if choice["index"] not in known}
         if len(known) + len(new) > MAX_CHOICES:
-            raise ValueError(f"a stream may have at most {MAX_CHOICES} choices open at once "
-                             f"(choice index {min(new)} would open one more)")
+            raise ValueError(
+                f"a stream may have at most {MAX_CHOICES} choices open at once "
+                f"(choice index {min(new)} would open one more)"
+            )
 
     def _choice(self, chunk: dict, choice: dict, before: list, after: list):
         """The choice to keep in the chunk (``choice`` itself when unchanged, None to drop it);
@@ -463,9 +469,7 @@ def _check_chunk(chunk) -> list | None:
         if calls is None:
             continue
         if not isinstance(calls, list):
-            raise TypeError(
-                f"chunk['choices'][{i}]['delta']['tool_calls'] must be a list, not {type(calls).__name__}"
-            )
+            raise TypeError(f"chunk['choices'][{i}]['delta']['tool_calls'] must be a list, not {type(calls).__name__}")
         for j, call in enumerate(calls):
             where = f"chunk['choices'][{i}]['delta']['tool_calls'][{j}]"
             if not isinstance(call, dict):

@@ -33,15 +33,36 @@ TOOLS = (
     None,
     [],
     [  # typed parameters: XML-style values are converted by these schemas
-        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
-            "city": {"type": "string"}, "days": {"type": "integer"}, "metric": {"type": "boolean"},
-            "temp": {"type": "number"}, "extra": {"type": ["null", "object"]}, "tags": {"type": "array"}}}}},
-        {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {
-            "q": {"type": ["integer", "string"]}}}}},
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string"},
+                        "days": {"type": "integer"},
+                        "metric": {"type": "boolean"},
+                        "temp": {"type": "number"},
+                        "extra": {"type": ["null", "object"]},
+                        "tags": {"type": "array"},
+                    },
+                },
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "parameters": {"type": "object", "properties": {"q": {"type": ["integer", "string"]}}},
+            },
+        },
         {"type": "function", "function": {"name": "f"}},
     ],
-    [{"type": "function", "function": {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}}},
-     {"type": "function", "function": {"name": "g", "parameters": "not a schema"}}],
+    [
+        {"type": "function", "function": {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}}},
+        {"type": "function", "function": {"name": "g", "parameters": "not a schema"}},
+    ],
 )
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
 #: (calls_in_reasoning, reasoning_started)
@@ -210,6 +231,23 @@ class use_impl:
 
 
 __all__ = [
-    "IMPLS", "Finding", "check", "decode", "encode", "int_in", "pick", "scrubber_options", "cut_spec", "cuts_for",
-    "pieces", "trailer", "masked", "expect_bad_input", "calls_of", "use_impl", "textcalls", "_scan_c", "_scan_py",
+    "IMPLS",
+    "Finding",
+    "_scan_c",
+    "_scan_py",
+    "calls_of",
+    "check",
+    "cut_spec",
+    "cuts_for",
+    "decode",
+    "encode",
+    "expect_bad_input",
+    "int_in",
+    "masked",
+    "pick",
+    "pieces",
+    "scrubber_options",
+    "textcalls",
+    "trailer",
+    "use_impl",
 ]

@@ -35,9 +35,10 @@ import atheris
 
 with atheris.instrument_imports(include=["textcalls", "fuzz_common"]):
     import fuzz_common as fc
+    from fuzz_common import _scan_c
+
     import textcalls
     from textcalls import _scan_py
-    from fuzz_common import _scan_c
 
 # -- decoding -------------------------------------------------------------------------------------
 
@@ -51,13 +52,24 @@ def decode_case(data: bytes) -> dict:
     return {"options": options, "cuts": fc.cuts_for(split, len(text)), "bad": bad, "text": text}
 
 
-def seed(text: str, *, mode=0, mask=0, max_block=0, tools=0, unknown=0, reasoning=0, fences=1,
-         split=(3, 1, ()), bad=255) -> bytes:
+def seed(
+    text: str, *, mode=0, mask=0, max_block=0, tools=0, unknown=0, reasoning=0, fences=1, split=(3, 1, ()), bad=255
+) -> bytes:
     """The input that decodes to these choices (indexes into fuzz_common's lists)."""
     smode, step, raw = split
     return fc.encode(text) + fc.trailer(
-        (mode, 1), (mask, 4), (max_block, 1), (tools, 1), (unknown, 1), (reasoning, 1), (fences, 1),
-        (smode, 1), (step - 1, 1), (len(raw), 1), *((r, 2) for r in raw), (bad, 1),
+        (mode, 1),
+        (mask, 4),
+        (max_block, 1),
+        (tools, 1),
+        (unknown, 1),
+        (reasoning, 1),
+        (fences, 1),
+        (smode, 1),
+        (step - 1, 1),
+        (len(raw), 1),
+        *((r, 2) for r in raw),
+        (bad, 1),
     )
 
 
@@ -81,14 +93,22 @@ def check_case(case: dict) -> None:
     whole_c = run(_scan_c, text, [], options)
     split_c = run(_scan_c, text, cuts, options)
     split_py = run(_scan_py, text, cuts, options)
-    fc.check(split_c == split_py, "Cython and twin differ for the same split (outputs, reasoning, calls, removed)",
-             split_c, split_py)
+    fc.check(
+        split_c == split_py,
+        "Cython and twin differ for the same split (outputs, reasoning, calls, removed)",
+        split_c,
+        split_py,
+    )
     whole_py = run(_scan_py, text, [], options)
     fc.check(whole_c == whole_py, "Cython and twin differ on the whole text", whole_c, whole_py)
     for name, split, whole in (("c", split_c, whole_c), ("py", split_py, whole_py)):
         joined = ("".join(split[0]), "".join(split[1]), split[2], split[3])
-        fc.check(joined == ("".join(whole[0]), "".join(whole[1]), whole[2], whole[3]),
-                 f"{name}: the split's joined output differs from one feed", joined, whole)
+        fc.check(
+            joined == ("".join(whole[0]), "".join(whole[1]), whole[2], whole[3]),
+            f"{name}: the split's joined output differs from one feed",
+            joined,
+            whole,
+        )
 
     parsed = textcalls.parse(text, **options)  # on textcalls._scan.impl
     got = ("".join(whole_c[0]).strip(), [(n, a) for n, a, _ in whole_c[2]], whole_c[3], "".join(whole_c[1]).strip())
@@ -109,8 +129,9 @@ def check_case(case: dict) -> None:
 
     probe = case["bad"]
     if probe < len(BAD):
-        raised = [fc.expect_bad_input(f"{name}: {BAD[probe][0]}", BAD[probe][1], mod, text, options)
-                  for name, mod in fc.IMPLS]
+        raised = [
+            fc.expect_bad_input(f"{name}: {BAD[probe][0]}", BAD[probe][1], mod, text, options) for name, mod in fc.IMPLS
+        ]
         fc.check(raised[0] is raised[1], f"{BAD[probe][0]}: different exception types", raised)
 
 

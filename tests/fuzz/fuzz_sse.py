@@ -34,6 +34,7 @@ import atheris
 
 with atheris.instrument_imports(include=["textcalls", "fuzz_common"]):
     import fuzz_common as fc
+
     from textcalls.sse import SSERecovery, recover_sse
 
 MAX_EVENTS = (1 << 20, 1, 2, 3, 8, 16, 64, 200)
@@ -56,13 +57,26 @@ def decode_case(data: bytes) -> dict:
     bad = fc.int_in(fdp, 0, 255)
     rest = fdp.ConsumeBytes(fdp.remaining_bytes())
     raw = rest if mode == 0 else build(fc.decode(rest).split("\0"), mode, framing)
-    return {"native": native, "has_tools": has_tools, "options": options, "max_event": max_event,
-            "mode": mode, "raw": raw, "cuts": fc.cuts_for(split, len(raw), MAX_PIECES), "bad": bad}
+    return {
+        "native": native,
+        "has_tools": has_tools,
+        "options": options,
+        "max_event": max_event,
+        "mode": mode,
+        "raw": raw,
+        "cuts": fc.cuts_for(split, len(raw), MAX_PIECES),
+        "bad": bad,
+    }
 
 
 def chunk(index=0, finish=None, **delta) -> dict:
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def build(texts: list, mode: int, framing: int) -> bytes:
@@ -107,15 +121,42 @@ def _dumps(obj, ascii_only: bool) -> bytes:
     return fc.encode(json.dumps(obj, ensure_ascii=ascii_only, separators=(",", ":")))
 
 
-def seed(raw_or_texts, *, native=0, has_tools=1, mode=0, framing=0, smode=3, step=1, cuts=(), bad=255,
-         max_event=0, fmode=0, mask=0) -> bytes:
+def seed(
+    raw_or_texts,
+    *,
+    native=0,
+    has_tools=1,
+    mode=0,
+    framing=0,
+    smode=3,
+    step=1,
+    cuts=(),
+    bad=255,
+    max_event=0,
+    fmode=0,
+    mask=0,
+) -> bytes:
     """The input that decodes to these choices: ``raw_or_texts`` is the bytes (mode 0) or the list
     of content pieces (modes 1-3)."""
     front = raw_or_texts if mode == 0 else fc.encode("\0".join(raw_or_texts))
     return front + fc.trailer(
-        (native, 1), (has_tools, 1), (fmode, 1), (mask, 4), (0, 1), (0, 1), (0, 1), (0, 1), (1, 1),
-        (max_event, 1), (mode, 1), (framing, 4), (smode, 1), (step - 1, 1), (len(cuts), 1),
-        *((c, 2) for c in cuts), (bad, 1),
+        (native, 1),
+        (has_tools, 1),
+        (fmode, 1),
+        (mask, 4),
+        (0, 1),
+        (0, 1),
+        (0, 1),
+        (0, 1),
+        (1, 1),
+        (max_event, 1),
+        (mode, 1),
+        (framing, 4),
+        (smode, 1),
+        (step - 1, 1),
+        (len(cuts), 1),
+        *((c, 2) for c in cuts),
+        (bad, 1),
     )
 
 
@@ -124,8 +165,9 @@ def seed(raw_or_texts, *, native=0, has_tools=1, mode=0, framing=0, smode=3, ste
 
 def run(mod, case: dict, cuts: list):
     with fc.use_impl(mod):
-        sse = SSERecovery(native=case["native"], has_tools=case["has_tools"], max_event=case["max_event"],
-                          **case["options"])
+        sse = SSERecovery(
+            native=case["native"], has_tools=case["has_tools"], max_event=case["max_event"], **case["options"]
+        )
         outs = [sse.feed(piece) for piece in fc.pieces(case["raw"], cuts)]
         outs.append(sse.close())
         fc.check(sse.close() == b"", "a second close() returned bytes")
@@ -139,15 +181,20 @@ def check_case(case: dict) -> None:
         if len(case["raw"]) > case["max_event"]:
             break  # an event over max_event is passed on verbatim as it arrives: where it is cut matters
         whole = run(mod, case, [])
-        fc.check(b"".join(split[name][0]) == b"".join(whole[0]) and split[name][1] == whole[1],
-                 f"{name}: the split's output differs from one feed", split[name], whole)
+        fc.check(
+            b"".join(split[name][0]) == b"".join(whole[0]) and split[name][1] == whole[1],
+            f"{name}: the split's output differs from one feed",
+            split[name],
+            whole,
+        )
     if not case["has_tools"]:
         fc.check(b"".join(split["c"][0]) == fc.masked(case["raw"]), "has_tools=False changed the bytes")
 
     probe = case["bad"]
     if probe < len(BAD):
-        raised = [fc.expect_bad_input(f"{name}: {BAD[probe][0]}", _in(mod, BAD[probe][1]), case)
-                  for name, mod in fc.IMPLS]
+        raised = [
+            fc.expect_bad_input(f"{name}: {BAD[probe][0]}", _in(mod, BAD[probe][1]), case) for name, mod in fc.IMPLS
+        ]
         fc.check(raised[0] is raised[1], f"{BAD[probe][0]}: different exception types", raised)
 
 
@@ -155,12 +202,20 @@ def _in(mod, fn):
     def call(case):
         with fc.use_impl(mod):
             fn(case)
+
     return call
 
 
 def _sse(case, **bad):
-    return SSERecovery(**{"native": case["native"], "has_tools": case["has_tools"], "max_event": case["max_event"],
-                          **case["options"], **bad})
+    return SSERecovery(
+        **{
+            "native": case["native"],
+            "has_tools": case["has_tools"],
+            "max_event": case["max_event"],
+            **case["options"],
+            **bad,
+        }
+    )
 
 
 def _feed_after_close(case):

@@ -14,8 +14,13 @@ import struct
 
 
 def chunk(delta: dict, finish=None) -> dict:
-    return {"id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": 1700000000, "model": "raw",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-raw",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "raw",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def event(delta: dict, finish=None) -> bytes:
@@ -41,8 +46,17 @@ def reset(writer) -> None:
     writer.transport.abort()
 
 
-async def answer(writer, pieces: list, *, framing: str, cut: bool = False, end: str = "keep",
-                 content_type: str = "text/event-stream", status: int = 200, pause: float = 0.0) -> bool:
+async def answer(
+    writer,
+    pieces: list,
+    *,
+    framing: str,
+    cut: bool = False,
+    end: str = "keep",
+    content_type: str = "text/event-stream",
+    status: int = 200,
+    pause: float = 0.0,
+) -> bool:
     """Write a response whose body is ``pieces`` (one write each, ``pause`` seconds apart).
 
     ``framing``: ``"chunked"``, ``"length"`` (Content-Length) or ``"close"`` (no length: the close ends

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -15,8 +16,12 @@ CALL_ID = re.compile(rb"call_[0-9a-f]{22}")
 def chunk(content=None, *, finish=None, index=0, **delta):
     if content is not None:
         delta["content"] = content
-    return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def data_line(obj) -> bytes:
@@ -32,7 +37,7 @@ def recover(data, cuts=(), **kw):
     """Feed ``data`` cut at ``cuts``; return everything sent downstream."""
     r = SSERecovery(native=kw.pop("native", True), has_tools=kw.pop("has_tools", True), **kw)
     bounds = [0, *cuts, len(data)]
-    return b"".join(r.feed(data[a:b]) for a, b in zip(bounds, bounds[1:])) + r.close()
+    return b"".join(r.feed(data[a:b]) for a, b in itertools.pairwise(bounds)) + r.close()
 
 
 def masked(data: bytes) -> bytes:
@@ -60,8 +65,10 @@ def assemble(items, index=0):
             if c["index"] != index:
                 continue
             text += c["delta"].get("content") or ""
-            calls += [(t["index"], t["function"].get("name"), t["function"]["arguments"])
-                      for t in c["delta"].get("tool_calls") or []]
+            calls += [
+                (t["index"], t["function"].get("name"), t["function"]["arguments"])
+                for t in c["delta"].get("tool_calls") or []
+            ]
             if c.get("finish_reason"):
                 finishes.append(c["finish_reason"])
     return text, calls, finishes

@@ -29,14 +29,23 @@ PLAIN = "Paris is sunny today, 24 degrees. Nothing to call <b>here</b>."
 #: model name -> the assistant text it writes
 SCRIPTS = {"hermes": HERMES, "deepseek": DEEPSEEK, "plain": PLAIN}
 #: A structured call the "native" model sends, while its text also carries a Hermes block.
-NATIVE_CALL = {"index": 0, "id": "call_native0", "type": "function",
-               "function": {"name": "lookup", "arguments": '{"q": "native"}'}}
+NATIVE_CALL = {
+    "index": 0,
+    "id": "call_native0",
+    "type": "function",
+    "function": {"name": "lookup", "arguments": '{"q": "native"}'},
+}
 
 
 def _chunk(model, delta, finish=None):
-    return {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 1700000000, "model": model,
-            "system_fingerprint": "fp_stub", "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                                          "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": model,
+        "system_fingerprint": "fp_stub",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def _cut(text, rng):
@@ -46,7 +55,7 @@ def _cut(text, rng):
     out, i = [], 0
     while i < len(text):
         n = rng.randint(1, 12)
-        out.append(text[i:i + n])
+        out.append(text[i : i + n])
         i += n
     return out
 
@@ -59,8 +68,13 @@ def stream_bytes(model, text, rng, *, usage=False, structured=None):
     chunks += [_chunk(model, {"content": piece}) for piece in _cut(text, rng)]
     chunks.append(_chunk(model, {}, "tool_calls" if structured else "stop"))
     if usage:
-        chunks.append({**_chunk(model, {}), "choices": [],
-                       "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}})
+        chunks.append(
+            {
+                **_chunk(model, {}),
+                "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30},
+            }
+        )
     events = [b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n" for c in chunks]
     return b"".join(events) + b"data: [DONE]\n\n"
 
@@ -69,10 +83,16 @@ def completion_bytes(model, text, *, structured=None):
     message = {"role": "assistant", "content": text}
     if structured is not None:
         message["tool_calls"] = [{k: v for k, v in structured.items() if k != "index"}]
-    body = {"id": "chatcmpl-stub", "object": "chat.completion", "created": 1700000000, "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if structured else "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}}
+    body = {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if structured else "stop"}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30},
+    }
     return json.dumps(body, ensure_ascii=False).encode()
 
 
@@ -83,7 +103,7 @@ def split_points(data, rng):
     out, i = [], 0
     while i < len(data):
         n = rng.randint(1, 97)
-        out.append(data[i:i + n])
+        out.append(data[i : i + n])
         i += n
     return out
 
@@ -110,8 +130,12 @@ class Upstream:
         model = req.get("model")
         rng = random.Random(req["seed"]) if "seed" in req else None
         if model == "error":
-            error = {"message": "model 'error' is unavailable", "type": "invalid_request_error", "param": "model",
-                     "code": None}
+            error = {
+                "message": "model 'error' is unavailable",
+                "type": "invalid_request_error",
+                "param": "model",
+                "code": None,
+            }
             return web.json_response({"error": error}, status=400, headers={"X-Upstream-Trace": "t-400"})
         if model == "slow":
             return await self._slow(request)
@@ -127,8 +151,9 @@ class Upstream:
         usage = bool((req.get("stream_options") or {}).get("include_usage"))
         data = stream_bytes(model, text, rng, usage=usage, structured=structured)
         self.sent.append(data)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                                               "X-Upstream-Trace": "t-sse"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Upstream-Trace": "t-sse"}
+        )
         await response.prepare(request)
         pieces = split_points(data, rng)
         if model == "broken":
@@ -170,10 +195,15 @@ class Upstream:
 
     async def models(self, request):
         self.requests.append((request.method, request.path_qs, CIMultiDict(request.headers), b""))
-        response = web.json_response({"object": "list", "data": [{"id": "hermes", "object": "model",
-                                                                   "created": 0, "owned_by": "stub"}]},
-                                     headers={"X-Upstream-Trace": "t-models", "Connection": "keep-alive, X-Hop",
-                                              "X-Hop": "upstream's own", "Keep-Alive": "timeout=30"})
+        response = web.json_response(
+            {"object": "list", "data": [{"id": "hermes", "object": "model", "created": 0, "owned_by": "stub"}]},
+            headers={
+                "X-Upstream-Trace": "t-models",
+                "Connection": "keep-alive, X-Hop",
+                "X-Hop": "upstream's own",
+                "Keep-Alive": "timeout=30",
+            },
+        )
         if "gzip" in request.headers.get("Accept-Encoding", ""):
             response.enable_compression(web.ContentCoding.gzip)
         return response

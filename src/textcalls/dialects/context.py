@@ -28,7 +28,9 @@ class Context:
         for i, tool in enumerate(tools):
             fn = tool.get("function") if isinstance(tool, dict) else None
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                raise ValueError(f"tools[{i}] is not an OpenAI function tool ({{'type': 'function', 'function': {{'name': …}}}})")
+                raise ValueError(
+                    f"tools[{i}] is not an OpenAI function tool ({{'type': 'function', 'function': {{'name': …}}}})"
+                )
             schema = fn.get("parameters")
             props = schema.get("properties") if isinstance(schema, dict) else None
             self._params[fn["name"]] = props if isinstance(props, dict) else {}

@@ -51,7 +51,7 @@ def harmony(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     found = _RECIPIENT.search(head)
     if found is None:
         return []
-    name = _name(head[found.end():], ctx, text_form=False)
+    name = _name(head[found.end() :], ctx, text_form=False)
     args = _arguments(args_text)
     if not name or args is None:
         return []
@@ -65,7 +65,7 @@ def harmony_text(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     for anything else: another recipient, words after the name, arguments that are not a JSON object."""
     if not body.startswith(_TEXT_PREFIX):
         return None
-    rest = body[len(_TEXT_PREFIX):]
+    rest = body[len(_TEXT_PREFIX) :]
     head, sep, args_text = rest.partition(_MESSAGE)
     if not sep:
         brace = rest.find("{")

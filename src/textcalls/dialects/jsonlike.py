@@ -335,7 +335,7 @@ def kimi_k2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     if not sep:
         spaced = _KIMI_SPACED.match(body)
         if spaced:
-            head, sep, tail = spaced.group("id"), " ", body[spaced.end():]
+            head, sep, tail = spaced.group("id"), " ", body[spaced.end() :]
     call_id = head.strip()
     m = _KIMI_ID.fullmatch(call_id) if sep else None
     if not m:
@@ -426,7 +426,7 @@ def name_then_json(opener: str, body: str, ctx: Context) -> list[ToolCall] | Non
     m = _NAME_HEAD.match(body)
     if not m:
         return []
-    text = relaxed_json.strip_fence(body[m.end():]).strip()
+    text = relaxed_json.strip_fence(body[m.end() :]).strip()
     call = make_call(m.group("name"), _load(text) if text else {})
     return [] if call is None else [call]
 
@@ -449,7 +449,7 @@ def arrow_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """
     text = relaxed_json.strip_fence(body).strip()
     if not _ARROW.match(text):
-        return json_calls(opener, body, ctx) if text.startswith(("{\"", "[")) else None
+        return json_calls(opener, body, ctx) if text.startswith(('{"', "[")) else None
     calls, pos, end = [], 0, len(text)
     try:
         while pos < end:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
 import keyword
 import re
 import tokenize
@@ -48,8 +49,13 @@ def _escape_keywords(text: str) -> str:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text
-    for tok, nxt in zip(tokens, tokens[1:]):
-        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
+    for tok, nxt in itertools.pairwise(tokens):
+        if (
+            tok.type == tokenize.NAME
+            and keyword.iskeyword(tok.string)
+            and nxt.type == tokenize.OP
+            and nxt.string == "="
+        ):
             spots.append(tok.start)
     if not spots:
         return text
@@ -144,8 +150,11 @@ def _parse_statements(text: str) -> list[ToolCall] | None:
         statements = ast.parse(_escape_keywords(text), mode="exec").body
     except _PARSE_ERRORS:
         try:
-            nodes = [ast.parse(_escape_keywords(line.strip()), mode="eval").body
-                     for line in text.splitlines() if line.strip()]
+            nodes = [
+                ast.parse(_escape_keywords(line.strip()), mode="eval").body
+                for line in text.splitlines()
+                if line.strip()
+            ]
         except _PARSE_ERRORS:
             return None
         return _calls(nodes)
@@ -178,7 +187,7 @@ def _call(node: ast.expr) -> tuple[str, dict]:
     for kw in node.keywords:
         if kw.arg is None:  # **kwargs
             raise _NotACall
-        arg = kw.arg[len(_KW_PREFIX):] if kw.arg.startswith(_KW_PREFIX) else kw.arg
+        arg = kw.arg[len(_KW_PREFIX) :] if kw.arg.startswith(_KW_PREFIX) else kw.arg
         if arg in args:  # a repeated keyword
             raise _NotACall
         args[arg] = _literal(kw.value)

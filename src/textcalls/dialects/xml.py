@@ -285,7 +285,8 @@ def minimax_m2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 
 
 def step3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
-    """Step-3 bodies: ``function<｜tool_sep｜><steptml:invoke name="F"><steptml:parameter name="P">V</steptml:parameter>…</steptml:invoke>``.
+    """Step-3 bodies: ``function<｜tool_sep｜><steptml:invoke name="F">`` then
+    ``<steptml:parameter name="P">V</steptml:parameter>…</steptml:invoke>``.
 
     The ``TYPE<｜tool_sep｜>`` prefix must name ``function`` when present; a body that starts right
     at the invoke is accepted too. Otherwise as :func:`minimax_m2`.
@@ -300,7 +301,8 @@ def step3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 
 
 def dsml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
-    """DeepSeek V3.2 / V4 DSML bodies: ``<｜DSML｜invoke name="F"><｜DSML｜parameter name="P" string="…">V</｜DSML｜parameter>…</｜DSML｜invoke>…``.
+    """DeepSeek V3.2 / V4 DSML bodies: ``<｜DSML｜invoke name="F">`` then
+    ``<｜DSML｜parameter name="P" string="…">V</｜DSML｜parameter>…</｜DSML｜invoke>…``.
 
     ``string="true"``: V is the string itself, verbatim. ``string="false"``: V is JSON (strict,
     then relaxed; undecodable makes the body malformed). Without the attribute V is treated like
@@ -409,7 +411,7 @@ def _trim(value: str) -> str:
     broken_after = kept.endswith("\n")
     indent = ""
     if broken_after:
-        indent = value[len(kept):]
+        indent = value[len(kept) :]
         end = len(kept) - 1
         if end and value[end - 1] == "\r":
             end -= 1
@@ -441,7 +443,7 @@ def _dedent(text: str, indent: str) -> str:
         return rest if rest.rstrip("\r") and text.startswith(indent) else text
     lines = "\n" + text
     indents = _INDENTATION.findall(lines)
-    common = os.path.commonprefix(indents) if indents else ""
+    common = os.path.commonprefix(indents) if indents else ""  # noqa: RUF071 - character-wise on purpose
     if not common or not common.startswith(indent):
         return text
     return lines.replace("\n" + common, "\n")[1:]
