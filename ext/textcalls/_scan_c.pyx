@@ -15,7 +15,9 @@ from textcalls._table import (
     CALLS_IN_REASONING, UNKNOWN_TOOLS, BareLead, read_bare, read_block, read_unterminated, read_whole, table_for,
 )
 from textcalls.dialects import Context
-from textcalls.markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
+from textcalls.markers import (
+    ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE,
+)
 from textcalls.screens import may_contain_markup
 
 cdef extern from "Python.h":
@@ -25,7 +27,13 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
 
 
-DEF LIT_MAX = 40
+cdef enum:
+    LIT_MAX = 40     # markers.LITERAL_MAX: the longest literal
+    FIRST_MAX = 8    # markers.FIRST_CHARS_MAX: distinct first characters
+
+TABLE_LIMITS = (LIT_MAX, FIRST_MAX)  #: what this build's arrays hold: (longest literal, first characters)
+if TABLE_LIMITS != (LITERAL_MAX, FIRST_CHARS_MAX):
+    raise ImportError("textcalls._scan_c was built for other table limits than markers.py states")
 
 ctypedef struct Lit:
     Py_UCS4 ch[LIT_MAX]
@@ -145,7 +153,7 @@ cdef class _CSpec:
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
     cdef bint strong_first[128]
-    cdef Py_UCS4 first_chars[8]
+    cdef Py_UCS4 first_chars[FIRST_MAX]
     cdef bint pair[128][128]    # some literal starts with these two (ASCII) characters
     cdef bint pair_wide[128]    # some literal starts with this character and a non-ASCII one
     cdef bint triple[4096]      # some literal starts with three characters of this hash (_triple)
@@ -215,16 +223,16 @@ cdef class _CSpec:
                 if en.anchor >= 128:
                     raise ValueError(f"a word opener's anchor must be ASCII: {obj.anchor!r}")
                 if not self.first[en.anchor]:
-                    if self.n_first == 8:
-                        raise ValueError("at most 8 distinct first characters")
+                    if self.n_first == FIRST_MAX:
+                        raise ValueError(f"at most {FIRST_MAX} distinct first characters")
                     self.first[en.anchor] = True
                     self.first_chars[self.n_first] = en.anchor
                     self.n_first += 1
                 e += 1
                 continue
             if not self.first[ord(text[0])]:
-                if self.n_first == 8:
-                    raise ValueError("at most 8 distinct first characters")
+                if self.n_first == FIRST_MAX:
+                    raise ValueError(f"at most {FIRST_MAX} distinct first characters")
                 self.first_lo[ord(text[0])] = e
                 self.first[ord(text[0])] = True
                 self.first_chars[self.n_first] = ord(text[0])
@@ -447,7 +455,7 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _bare_stop  # no bare-call candidate starts before this offset (an earlier one read there)
     cdef Py_ssize_t _next_brace[2]  # the same as _next_at for '{' and '[' (with _trail)
     cdef object _memo_s       # the buffer _next_at speaks of
-    cdef Py_ssize_t _next_at[8]
+    cdef Py_ssize_t _next_at[FIRST_MAX]
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)  # per first character: its next index in _memo_s at or after the search (-1: none)
 
     def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",

@@ -20,6 +20,15 @@ SECTION_GAP_MAX = 256
 #: Default cap on a block's body, in characters (``max_block``).
 MAX_BLOCK = 1 << 20
 
+# The table's limits. The Cython scanner keeps per-character arrays sized by them, so they are checked
+# here, once, for the whole table (``check_limits``; every enabled subset is then within them too).
+#: How many distinct first characters (of openers, markers and word openers' anchors) the table may have.
+FIRST_CHARS_MAX = 8
+#: How long an opener or marker literal may be: at least 2 characters (a 1-character literal would hold
+#: every such character in prose), at most 40.
+LITERAL_MIN = 2
+LITERAL_MAX = 40
+
 
 @dataclass(frozen=True)
 class Block:
@@ -231,3 +240,32 @@ MARKERS: tuple[Marker, ...] = (
     Marker("functionary", "</tool_call>", before=False),  # Qwen3-Coder <function=…> without its <tool_call> opener
     Marker("harmony_text", "<|call|>", before=False),
 )
+
+
+def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None:
+    """Raise ValueError naming the entry if the table is outside the scanners' limits: every literal
+    (an opener that is not a word opener, or a marker) ``LITERAL_MIN``–``LITERAL_MAX`` characters long
+    and starting with an ASCII character; every word opener's anchor one ASCII character; at most
+    ``FIRST_CHARS_MAX`` distinct first characters in all."""
+    firsts = set()
+    for entry in (*blocks, *markers):
+        if isinstance(entry, Block) and entry.anchor is not None:
+            if len(entry.anchor) != 1 or not entry.anchor.isascii():
+                raise ValueError(
+                    f"{entry.dialect}: a word opener's anchor must be one ASCII character: {entry.anchor!r}"
+                )
+            firsts.add(entry.anchor)
+            continue
+        text = entry.opener if isinstance(entry, Block) else entry.literal
+        if not LITERAL_MIN <= len(text) <= LITERAL_MAX:
+            raise ValueError(
+                f"{entry.dialect}: a literal must be {LITERAL_MIN}-{LITERAL_MAX} characters long: {text!r}"
+            )
+        if not text[0].isascii():
+            raise ValueError(f"{entry.dialect}: a literal must start with an ASCII character: {text!r}")
+        firsts.add(text[0])
+    if len(firsts) > FIRST_CHARS_MAX:
+        raise ValueError(f"at most {FIRST_CHARS_MAX} distinct first characters, not {len(firsts)}: {sorted(firsts)}")
+
+
+check_limits(BLOCKS, MARKERS)
