@@ -506,6 +506,7 @@ def test_no_grammar_raises(body, opener):
         "digits",
     ],
 )
+@pytest.mark.slow
 def test_big_and_deep_bodies(body):
     for grammar in GRAMMARS:
         check_result(grammar("<x>", body, CTX))

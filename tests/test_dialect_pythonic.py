@@ -212,6 +212,7 @@ def test_no_grammar_raises(body):
     ],
     ids=["brackets", "signs", "nesting", "many-calls", "many-lines", "long-string"],
 )
+@pytest.mark.slow
 def test_big_and_deep_bodies(body):
     check_result(pythonic_list("", body, CTX))
     check_result(pythonic_lines("", body, CTX))

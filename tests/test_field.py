@@ -19,7 +19,10 @@ from textcalls import parse
 
 from .streams import feed_in_pieces
 
-CASES = [json.loads(line) for line in (pathlib.Path(__file__).parent / "field" / "cases.jsonl").open(encoding="utf-8")]
+CASES = [
+    json.loads(line)
+    for line in (pathlib.Path(__file__).parent / "field" / "cases.jsonl").read_text("utf-8").splitlines()
+]
 GAP_REASONS = {
     # bare JSON without tools: the bare-call rules need the request's tools (issue 8, class 3)
     "bare_json-01": "no tools",

@@ -129,6 +129,7 @@ def test_may_contain_markup_gates_nothing_that_recovery_would_change(impl):
 # -- compiled specs are bounded --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_however_many_format_sets_are_used(impl):
     sets = itertools.islice(itertools.combinations(sorted(DIALECTS), 3), 400)
 

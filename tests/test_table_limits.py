@@ -19,6 +19,7 @@ def test_the_shipped_table_is_within_its_limits():
         (Marker("x", "<"), "2-40 characters long: '<'"),
         (Marker("x", "<" + "a" * markers.LITERAL_MAX), "2-40 characters long"),
         (Block("x", "｜tool", "｜end", "hermes"), "start with an ASCII character: '｜tool'"),
+        (Block("x", "<x>", "</" + "x" * markers.LITERAL_MAX + ">", "hermes"), "a closer must be 1-40 characters long"),
         (Block("x", "word", None, "hermes", anchor="（"), "anchor must be one ASCII character"),
     ],
 )

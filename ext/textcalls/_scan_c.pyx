@@ -446,7 +446,8 @@ cdef class StreamScrubber:
     cdef bint _fences         # markup inside a markdown code fence (in content) is text
     cdef bint _fence          # inside a fence
     cdef Py_ssize_t _line     # the current content line's leading spaces (0-3) if it has had nothing else, else -1
-    cdef int _whole           # whole-message formats: 1 = only whitespace so far, 2 = holding a possible call
+    cdef int _whole           # a held message start or end: 0 none; whole-message formats: 1 only whitespace so far,
+                              # 2 holding a possible call; with tools: 3 a leading, 4 a trailing bare JSON candidate
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
     cdef object _bare         # with tools: _table.BareLead while a bare JSON call's candidate is held (_whole 3, 4)
@@ -455,8 +456,8 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _bare_stop  # no bare-call candidate starts before this offset (an earlier one read there)
     cdef Py_ssize_t _next_brace[2]  # the same as _next_at for '{' and '[' (with _trail)
     cdef object _memo_s       # the buffer _next_at speaks of
-    cdef Py_ssize_t _next_at[FIRST_MAX]
-    cdef Py_ssize_t _next_tick  # the same for '`' (code fences)  # per first character: its next index in _memo_s at or after the search (-1: none)
+    cdef Py_ssize_t _next_at[FIRST_MAX]  # per first character: its next index in _memo_s at or after the search (-1: none)
+    cdef Py_ssize_t _next_tick  # the same for '`' (code fences)
 
     def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
                  calls_in_reasoning="auto", code_fences=True, reasoning_started=False):

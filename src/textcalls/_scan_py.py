@@ -261,7 +261,8 @@ class StreamScrubber:
         self._esc = False
         self._depth = 0
         self._lead = True
-        # whole-message formats: 1 = only whitespace so far, 2 = holding a message that may be one call
+        # a held message start or end: 0 none; whole-message formats: 1 only whitespace so far, 2 holding a
+        # message that may be one call; with tools: 3 a leading, 4 a trailing bare JSON candidate (BareLead)
         self._whole = 1 if self._spec.table.whole else 0
         self._whole_parts: list = []
         self._whole_len = 0

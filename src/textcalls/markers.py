@@ -245,8 +245,8 @@ MARKERS: tuple[Marker, ...] = (
 def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None:
     """Raise ValueError naming the entry if the table is outside the scanners' limits: every literal
     (an opener that is not a word opener, or a marker) ``LITERAL_MIN``–``LITERAL_MAX`` characters long
-    and starting with an ASCII character; every word opener's anchor one ASCII character; at most
-    ``FIRST_CHARS_MAX`` distinct first characters in all."""
+    and starting with an ASCII character; every closer at most ``LITERAL_MAX``; every word opener's
+    anchor one ASCII character; at most ``FIRST_CHARS_MAX`` distinct first characters in all."""
     firsts = set()
     for entry in (*blocks, *markers):
         if isinstance(entry, Block) and entry.anchor is not None:
@@ -257,6 +257,8 @@ def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None
             firsts.add(entry.anchor)
             continue
         text = entry.opener if isinstance(entry, Block) else entry.literal
+        if isinstance(entry, Block) and entry.closer is not None and not 0 < len(entry.closer) <= LITERAL_MAX:
+            raise ValueError(f"{entry.dialect}: a closer must be 1-{LITERAL_MAX} characters long: {entry.closer!r}")
         if not LITERAL_MIN <= len(text) <= LITERAL_MAX:
             raise ValueError(
                 f"{entry.dialect}: a literal must be {LITERAL_MIN}-{LITERAL_MAX} characters long: {text!r}"

@@ -21,6 +21,8 @@ import itertools
 import keyword
 import re
 import tokenize
+import warnings
+from typing import Any
 
 from ..toolcall import ToolCall
 from .context import Context
@@ -130,10 +132,23 @@ def builtin_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     return [ToolCall(calls[0].name[: -len(".call")], calls[0].arguments)]
 
 
+def _ast(text: str, mode: str) -> Any:
+    """``ast.parse`` of ``text`` (keywords escaped), whatever the warning filters: an invalid escape such
+    as ``"\\d"`` warns (SyntaxWarning, DeprecationWarning before 3.12) and, under ``-W error``, would
+    raise — so the answer would depend on the host's settings. Only text with a backslash can warn."""
+    source = _escape_keywords(text)
+    if "\\" not in source:
+        return ast.parse(source, mode=mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(source, mode=mode)
+
+
 def _parse_calls(text: str) -> list[ToolCall] | None:
     """The calls of a list expression (or of one call expression), or ``None``."""
     try:
-        tree = ast.parse(_escape_keywords(text), mode="eval").body
+        tree = _ast(text, "eval").body
     except _PARSE_ERRORS:
         return None
     nodes = tree.elts if isinstance(tree, ast.List) else [tree]
@@ -147,14 +162,10 @@ def _parse_statements(text: str) -> list[ToolCall] | None:
     non-blank line as one call expression.
     """
     try:
-        statements = ast.parse(_escape_keywords(text), mode="exec").body
+        statements = _ast(text, "exec").body
     except _PARSE_ERRORS:
         try:
-            nodes = [
-                ast.parse(_escape_keywords(line.strip()), mode="eval").body
-                for line in text.splitlines()
-                if line.strip()
-            ]
+            nodes = [_ast(line.strip(), "eval").body for line in text.splitlines() if line.strip()]
         except _PARSE_ERRORS:
             return None
         return _calls(nodes)
