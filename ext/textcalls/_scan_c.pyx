@@ -20,6 +20,8 @@ from textcalls.markers import (
 )
 from textcalls.screens import may_contain_markup
 
+__all__ = ["StreamScrubber", "hold_from", "may_contain_markup", "TABLE_LIMITS"]
+
 cdef extern from "Python.h":
     int PyUnicode_KIND(object) noexcept
     const void* PyUnicode_DATA(object) noexcept
@@ -165,7 +167,7 @@ cdef class _CSpec:
     cdef int n_all              # entries [n_entries, n_all): word openers, found at their anchor, not dispatched
 
     def __cinit__(self, table):
-        cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c, f
+        cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c
         cdef Entry* en
         self.table = table
         self.n_entries = nb + nm
@@ -446,8 +448,9 @@ cdef class StreamScrubber:
     cdef bint _fences         # markup inside a markdown code fence (in content) is text
     cdef bint _fence          # inside a fence
     cdef Py_ssize_t _line     # the current content line's leading spaces (0-3) if it has had nothing else, else -1
-    cdef int _whole           # a held message start or end: 0 none; whole-message formats: 1 only whitespace so far,
-                              # 2 holding a possible call; with tools: 3 a leading, 4 a trailing bare JSON candidate
+    # _whole, a held message start or end: 0 none; whole-message formats: 1 only whitespace so far,
+    # 2 holding a possible call; with tools: 3 a leading, 4 a trailing bare JSON candidate (BareLead)
+    cdef int _whole
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
     cdef object _bare         # with tools: _table.BareLead while a bare JSON call's candidate is held (_whole 3, 4)
@@ -456,7 +459,8 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _bare_stop  # no bare-call candidate starts before this offset (an earlier one read there)
     cdef Py_ssize_t _next_brace[2]  # the same as _next_at for '{' and '[' (with _trail)
     cdef object _memo_s       # the buffer _next_at speaks of
-    cdef Py_ssize_t _next_at[FIRST_MAX]  # per first character: its next index in _memo_s at or after the search (-1: none)
+    # per first character: its next index in _memo_s at or after the search (-1: none)
+    cdef Py_ssize_t _next_at[FIRST_MAX]
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)
 
     def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
@@ -559,7 +563,8 @@ cdef class StreamScrubber:
             n = PyUnicode_GET_LENGTH(delta)
             kind = PyUnicode_KIND(delta)
             data = PyUnicode_DATA(delta)
-            if self._spec.find_first(kind, data, 0, n) < 0 and not (self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
+            if self._spec.find_first(kind, data, 0, n) < 0 and not (
+                    self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
                     self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n) and not (
                     self._trail and (_find(kind, data, 0, n, 0x7B) >= 0 or _find(kind, data, 0, n, 0x5B) >= 0)):
                 if self._after >= 0 and not _all_ws(delta):
@@ -573,16 +578,8 @@ cdef class StreamScrubber:
     cdef str _flush(self):
         if self._closed:
             return ""
-        if self._whole == 3:
+        if self._whole == 3 or self._whole == 4:  # a held bare call's candidate: calls, or text
             return self._bare_done(self._bare.finish()) + self._flush()
-        if self._whole == 4:  # a candidate bare call at a line start, to the end: calls, or text
-            calls, self._held, consumed = self._bare.finish()
-            self._whole, self._bare = 0, None
-            if calls:
-                self._take_bare(calls)
-                self._pos += consumed
-            else:
-                self._bare_stop = self._pos + consumed
         if self._whole:
             text, holding = "".join(self._whole_parts), self._whole == 2
             self._whole, self._whole_parts = 0, []
@@ -642,7 +639,7 @@ cdef class StreamScrubber:
         return self._feed(text)
 
     cdef str _bare_done(self, decided):
-        """A bare call's start decided: its calls taken, the text after it (or all, if not a call) scanned."""
+        """A bare call's candidate decided: its calls taken, the text after it (or all, if not a call) scanned."""
         calls, text, consumed = decided
         self._whole, self._bare = 0, None
         if calls:

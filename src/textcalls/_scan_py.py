@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
+from typing import Any
 
 from ._table import (
     CALLS_IN_REASONING,
@@ -24,15 +26,17 @@ from ._table import (
 from .dialects import Context
 from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
 from .screens import may_contain_markup
+from .toolcall import ToolCall
 
 __all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEVER = 1 << 62  # "poisoned until the end of the stream"
 _NO_TOOLS = Context(None)
+_Deferred = str | tuple[str, list[ToolCall]]  # held in reasoning: text, or a block's (text, calls)
 
 
-def hold_from(text: str, *, formats=None) -> int:
+def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int:
     """Index from which ``text`` must be held back because it may begin an opener; ``len(text)`` if none.
 
     (1) the first tag opener (``<tool_call``) followed by end of text or one of its delimiters with no
@@ -85,7 +89,7 @@ class _Spec:
             self.anchors.setdefault(anchor, []).append((word, k))
         self.first_chars = tuple(sorted(set(self.by_first) | set(self.anchors)))
         self.strong_first = re.compile("[" + re.escape("".join(self.strong)) + "]" if self.strong else "(?!)")
-        self.openers_of = {}
+        self.openers_of: dict[str, list[str]] = {}
         for b in table.blocks:
             self.openers_of.setdefault(b.dialect, []).append(b.opener)
 
@@ -219,8 +223,8 @@ class StreamScrubber:
         self,
         *,
         max_block: int = MAX_BLOCK,
-        formats=None,
-        tools=None,
+        formats: Iterable[str] | None = None,
+        tools: list[Any] | None = None,
         unknown_tools: str = "keep_text",
         calls_in_reasoning: str = "auto",
         code_fences: bool = True,
@@ -239,7 +243,7 @@ class StreamScrubber:
         self._spec = _spec(table_for(formats))
         self._ctx = _NO_TOOLS if tools is None else Context(tools)
         self._unknown = unknown_tools
-        self.calls: list = []
+        self.calls: list[ToolCall] = []
         self.removed = 0
         self.max_block = max_block
         self._held = ""  # unresolved text: a candidate opener, or a block body's undecided tail
@@ -248,7 +252,7 @@ class StreamScrubber:
         self._pos = 0  # stream offset of _held[0]
         self._after = None  # dialect of the block that ended with only whitespace since
         self._poison_until = 0  # blocks opening before this offset are scanned without JSON-string awareness
-        self._opener = None  # inside a block: the opener's text; None outside
+        self._opener: str | None = None  # inside a block: the opener's text; None outside
         self._k = 0  # inside a block: its kind (index in the table's blocks)
         self._closer = ""
         self._json_end = False
@@ -269,7 +273,7 @@ class StreamScrubber:
         if not isinstance(reasoning_started, bool):
             raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
-        self._bare = None
+        self._bare: BareLead | None = None
         if self._ctx.has_tools and not self._whole and not reasoning_started:
             self._bare = BareLead(self._ctx, max_block)
             self._whole = 3
@@ -279,10 +283,12 @@ class StreamScrubber:
         self._bare_stop = 0  # no bare-call candidate starts before this offset (an earlier one read there)
         self._extract = calls_in_reasoning == "extract"
         self._auto = calls_in_reasoning == "auto"
-        self._pending = None  # "auto": the blocks that ended a closed span, until the content calls a tool or not
+        # "auto": the blocks that ended a closed span, until the content calls a tool or not
+        self._pending: list[_Deferred] | None = None
         self._reasoning = reasoning_started  # inside a reasoning span
         self._reasoning_out: list = []  # reasoning text not yet taken
-        self._deferred = None  # in reasoning: blocks (and the text after them) until the span is known closed
+        # in reasoning: blocks (and the text after them) until the span is known closed
+        self._deferred: list[_Deferred] | None = None
         self._deferred_len = 0
         self._fences = code_fences  # markup inside a markdown code fence (in content) is text
         self._fence = False  # inside a fence
@@ -347,16 +353,9 @@ class StreamScrubber:
     def _flush(self) -> str:
         if self._closed:
             return ""
-        if self._whole == 3:
+        if self._whole in (3, 4):  # a held bare call's candidate: calls, or text
+            assert self._bare is not None  # _whole 3 and 4 hold one
             return self._bare_done(self._bare.finish()) + self._flush()
-        if self._whole == 4:  # a candidate bare call at a line start, to the end: calls, or text
-            calls, self._held, consumed = self._bare.finish()
-            self._whole, self._bare = 0, None
-            if calls:
-                self._take_bare(calls)
-                self._pos += consumed
-            else:
-                self._bare_stop = self._pos + consumed
         if self._whole:
             text, holding = "".join(self._whole_parts), self._whole == 2
             self._whole, self._whole_parts = 0, []
@@ -381,6 +380,7 @@ class StreamScrubber:
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
         characters; anything else goes on to the scanner."""
         if self._whole == 4:  # a candidate bare call at a line start
+            assert self._bare is not None
             r = self._bare.read(delta, 0)
             if r < 0:
                 return ""
@@ -389,6 +389,7 @@ class StreamScrubber:
             self._bare_stop = self._pos + r
             return self._run(text, False)
         if self._whole == 3:
+            assert self._bare is not None
             blank = self._bare.lead(delta)
             shown = ""
             if blank:  # blanks before the message's first character are shown at once, never held
@@ -414,7 +415,7 @@ class StreamScrubber:
         return self._feed(text)
 
     def _bare_done(self, decided) -> str:
-        """A bare call's start decided: its calls taken, the text after it (or all, if not a call) scanned."""
+        """A bare call's candidate decided: its calls taken, the text after it (or all, if not a call) scanned."""
         calls, text, consumed = decided
         self._whole, self._bare = 0, None
         if calls:
@@ -464,8 +465,9 @@ class StreamScrubber:
             if self._after is not None and not _all_ws(text):
                 self._after = None
 
-    def _defer(self, item) -> None:
+    def _defer(self, item: _Deferred) -> None:
         """Hold reasoning text or a block (text, calls) until the span is known closed or not."""
+        assert self._deferred is not None  # the caller started the deferral
         self._deferred.append(item)
         self._deferred_len += len(item if isinstance(item, str) else item[0])
         if self._deferred_len > self.max_block:
@@ -473,6 +475,7 @@ class StreamScrubber:
 
     def _resolve(self, extract: bool) -> None:
         """Release the deferred reasoning: blocks become calls (``extract``) or stay as reasoning text."""
+        assert self._deferred is not None  # called only while deferring
         for item in self._deferred:
             if isinstance(item, str):
                 self._reasoning_out.append(item)
@@ -488,9 +491,10 @@ class StreamScrubber:
         """The reasoning span closed: its blocks were rehearsals — except, with ``"auto"``, the blocks that
         end it (only whitespace after them), which stay pending (see ``_settle``)."""
         deferred = self._deferred
+        assert deferred is not None  # called only while deferring
         cut = len(deferred)
         if self._auto:
-            while cut and (not isinstance(deferred[cut - 1], str) or _all_ws(deferred[cut - 1])):
+            while cut and (not isinstance(item := deferred[cut - 1], str) or _all_ws(item)):
                 cut -= 1
         tail = deferred[cut:]
         self._deferred = deferred[:cut]
@@ -714,6 +718,7 @@ class StreamScrubber:
 
     def _finish(self, body: str, out: list, closer: str, calls=None) -> None:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
+        assert self._opener is not None  # a block is open
         block = self._spec.table.blocks[self._k]
         if calls is None:
             calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
