@@ -6,6 +6,8 @@
 ('Sure.', 'lookup', '{"q": 1}')
 """
 
+from typing import TYPE_CHECKING
+
 from . import _scan
 from ._scan import IMPLEMENTATION
 from .markers import DIALECTS, MAX_BLOCK
@@ -16,9 +18,14 @@ from .sse import MAX_EVENT, SSERecovery, arecover_sse, recover_sse
 from .stream import ChunkRecovery, arecover_stream, recover_stream
 from .toolcall import ToolCall
 
-StreamScrubber = _scan.impl.StreamScrubber
-hold_from = _scan.impl.hold_from
-may_contain_markup = _scan.impl.may_contain_markup
+if TYPE_CHECKING:
+    # typed as the extension (_scan_c.pyi), the stricter of the two (feed's argument positional-only, the
+    # counters read-only): code that type-checks runs on either implementation
+    from ._scan_c import StreamScrubber, hold_from, may_contain_markup
+else:
+    StreamScrubber = _scan.impl.StreamScrubber
+    hold_from = _scan.impl.hold_from
+    may_contain_markup = _scan.impl.may_contain_markup
 
 __all__ = [
     "DIALECTS",

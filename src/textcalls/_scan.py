@@ -11,7 +11,8 @@ from . import _scan_py
 impl = _scan_py
 if not os.environ.get("TEXTCALLS_NO_EXTENSIONS"):
     try:
-        from . import _scan_c as impl
+        # the extension or its twin: one API, the stub's (_scan_c.pyi); mypy types ``impl`` as the twin
+        from . import _scan_c as impl  # type: ignore[no-redef]
     except ImportError:  # not built (pure-Python install): the twin gives the same answers
         pass
 

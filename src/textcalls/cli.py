@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Relay every request to the upstream. Answers to POST /v1/chat/completions that offer "
         "tools come back with their text tool calls recovered, streamed or not. Logs one line per request.",
     )
-    proxy.error = lambda message: proxy.exit(2, f"textcalls proxy: error: {message}\n")  # one line
+    # errors on one line, for this subcommand only (the parser class is shared with "recover")
+    proxy.error = lambda message: proxy.exit(2, f"textcalls proxy: error: {message}\n")  # type: ignore[method-assign]
     proxy.add_argument(
         "--upstream",
         required=True,

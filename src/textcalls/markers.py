@@ -248,7 +248,8 @@ def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None
     and starting with an ASCII character; every closer at most ``LITERAL_MAX``; every word opener's
     anchor one ASCII character; at most ``FIRST_CHARS_MAX`` distinct first characters in all."""
     firsts = set()
-    for entry in (*blocks, *markers):
+    entries: tuple[Block | Marker, ...] = (*blocks, *markers)
+    for entry in entries:
         if isinstance(entry, Block) and entry.anchor is not None:
             if len(entry.anchor) != 1 or not entry.anchor.isascii():
                 raise ValueError(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from . import _scan
 from .markers import MAX_BLOCK
@@ -31,8 +33,8 @@ def parse(
     text: str,
     *,
     max_block: int = MAX_BLOCK,
-    formats=None,
-    tools=None,
+    formats: Iterable[str] | None = None,
+    tools: list[Any] | None = None,
     unknown_tools: str = "keep_text",
     calls_in_reasoning: str = "auto",
     code_fences: bool = True,

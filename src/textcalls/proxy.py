@@ -18,12 +18,16 @@ import logging
 import math
 import signal
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from . import _scan
 from .openai import should_recover
 from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = [
     "BODY_TIMEOUT",
@@ -252,8 +256,9 @@ class _Proxy:
         self.body_timeout = body_timeout
         self.max_connections = max_connections
         self.max_event = max_event
-        self.session = None
-        self.slots = None  # one per upstream connection in use: waiting for one is bounded in time
+        self.session: aiohttp.ClientSession | None = None
+        # one per upstream connection in use: waiting for one is bounded in time
+        self.slots: asyncio.Semaphore | None = None
         self.sending: dict = {}  # id(request) -> the status its response started with (for the log line)
 
     async def session_context(self, app):
@@ -364,6 +369,8 @@ class _Proxy:
             data = body = _Body(request.content, self.body_timeout)
         else:
             data = None
+        # both made by session_context, which runs while the app does
+        assert self.slots is not None and self.session is not None
         try:
             if self.slots.locked():
                 await asyncio.wait_for(self.slots.acquire(), self.connect_timeout)
@@ -427,7 +434,8 @@ class _Proxy:
             how = await self._pump(request, response, upstream, [], recovery)
             return response, f"sse recovered={recovery.recovered}{how}"
         if recover and "json" in content_type:
-            held, size = [], 0
+            held: list[bytes] = []
+            size = 0
             while size <= MAX_RESPONSE:
                 data = await upstream.content.readany()
                 if not data:

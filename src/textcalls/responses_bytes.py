@@ -53,7 +53,7 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     return dumps_compact(recovered)
 
 
-def _marked_name(data: bytes) -> bool:
+def _marked_name(data: bytes | bytearray) -> bool:
     """Whether a structured call's name may carry markup (``recover_response`` repairs it): the body
     has ``tool_calls`` and a ``<``, raw or JSON-escaped."""
     return b"tool_calls" in data and (b"<" in data or b"\\u003c" in data or b"\\u003C" in data)

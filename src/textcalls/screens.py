@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
 
 from ._table import Table, table_for
 
@@ -56,7 +57,7 @@ def _markup(table: Table, as_bytes: bool):
     return found
 
 
-def may_contain_markup(data, *, formats=None) -> bool:
+def may_contain_markup(data: str | bytes | bytearray | memoryview, *, formats: Iterable[str] | None = None) -> bool:
     """False only when no opener or marker of the enabled dialects can be in ``data`` (str or
     bytes-like, e.g. a raw response body), JSON-escaped forms included (``\\u003c``, ``\\uff5c``,
     ``\\/``…). A whole-message format has no markup to find: with one enabled, always True.
@@ -89,7 +90,7 @@ _BARE_START = re.compile(
 _BARE_LINE = re.compile(rb"(?:\\n|\\u000[aA])(?: |\\u0020){0,3}(?:[{\[]|\\u00(?:7[bB]|5[bB]))")
 
 
-def may_hold_bare_call(data: bytes) -> bool:
+def may_hold_bare_call(data: bytes | bytearray) -> bool:
     """False only when no ``"content"`` string of a raw response body starts (after whitespace) with
     what a bare JSON call or its fence starts with, and no line in the body starts with ``{`` or ``[``
     (with ``tools``, such a message may be or end with a call)."""

@@ -189,6 +189,7 @@ class SSERecovery:
 
     def _pass_over(self, data, out: list):
         """Send on the oversized event's bytes; return what follows its end (or nothing)."""
+        assert self._over is not None  # passing an oversized event through
         joined = self._over + data
         m = _EVENT_END.search(joined)
         if m is None:

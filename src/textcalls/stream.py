@@ -179,7 +179,8 @@ class ChunkRecovery:
                 return [chunk]
         self._room(choices)
         self._template = chunk
-        before, after = [], []
+        before: list[dict] = []
+        after: list[dict] = []
         main_choices = []
         changed = False
         for choice in choices:
@@ -201,6 +202,7 @@ class ChunkRecovery:
         for index in sorted(self._choices):
             state = self._choices[index]
             if state.active:
+                assert self._template is not None  # set by the chunk that made a choice active
                 if state.held:
                     out.append(self._synthetic(self._template, index, {"tool_calls": self._release_all(state)}))
                 text, calls, thought = self._flush(state)
@@ -389,11 +391,13 @@ class ChunkRecovery:
 
     def _release(self, held: _Held) -> dict:
         whole = held.whole()
+        assert self._names is not None  # built before any call was held
         repaired = self._names.entry(whole)
         return whole if repaired is None else repaired
 
     def _release_all(self, state: _Choice) -> list:
         held, state.held = state.held, None
+        assert held is not None  # called only for a choice that holds calls
         return [self._release(held[index]) for index in sorted(held)]
 
     def _emit(self, state: _Choice, calls: list) -> list:

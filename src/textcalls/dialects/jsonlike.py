@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import cast
 
 from .. import relaxed_json
 from ..bodies import call_from_block
@@ -122,7 +123,7 @@ def _object_call(obj: object, keep_id: bool = False) -> ToolCall | None:
 def _all_calls(values: list, keep_id: bool = False) -> list[ToolCall]:
     """Every value as a call object, or ``[]`` if any of them is not one."""
     calls = [_object_call(value, keep_id) for value in values]
-    return [] if None in calls else calls
+    return [] if None in calls else cast("list[ToolCall]", calls)  # no None in it
 
 
 def _semicolon_objects(text: str) -> list | None:
@@ -461,14 +462,14 @@ def arrow_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
             m = _ARROW_ARGS.match(text, pos)
             if m:
                 args, pos = _arrow_args(text, m.end())
-            pos = _SPACE.match(text, pos).end()
+            pos = _space_end(text, pos)
             if not text.startswith("}", pos):
                 return []
             call = make_call(name, args)
             if call is None:
                 return []
             calls.append(call)
-            pos = _SPACE.match(text, pos + 1).end()
+            pos = _space_end(text, pos + 1)
     except (ValueError, RecursionError):  # a JSON value that does not decode
         return []
     return calls
@@ -478,7 +479,7 @@ def _arrow_args(text: str, pos: int) -> tuple[object, int]:
     """The ``args`` value at ``pos``: ``{--k v …}`` flags or an object; (value, end). ValueError if neither."""
     if not text.startswith("{", pos):
         raise ValueError("args is not an object")
-    inner = _SPACE.match(text, pos + 1).end()
+    inner = _space_end(text, pos + 1)
     if not text.startswith("--", inner):
         end = _object_end(text, pos)
         value = _load(text[pos:end])
@@ -500,9 +501,9 @@ def _arrow_args(text: str, pos: int) -> tuple[object, int]:
                 raise
             value, pos = bare.group(), bare.end()
         args[m.group("key")] = value
-        pos = _SPACE.match(text, pos).end()
+        pos = _space_end(text, pos)
         if text.startswith(",", pos):
-            pos = _SPACE.match(text, pos + 1).end()
+            pos = _space_end(text, pos + 1)
     return args, pos + 1
 
 
@@ -560,6 +561,13 @@ _LITERALS = {"true": True, "false": False, "null": None}
 _LITERAL = re.compile(r"true|false|null")
 
 
+def _space_end(text: str, pos: int) -> int:
+    """The index after the whitespace at ``pos``: ``_SPACE`` matches anywhere, if only the empty string."""
+    m = _SPACE.match(text, pos)
+    assert m is not None
+    return m.end()
+
+
 class _Malformed(Exception):
     """The notation is broken at this point."""
 
@@ -594,7 +602,7 @@ class _Notation:
         self.pos = 0
 
     def skip_space(self) -> None:
-        self.pos = _SPACE.match(self.text, self.pos).end()
+        self.pos = _space_end(self.text, self.pos)
 
     def take(self, char: str) -> bool:
         """Consume ``char`` (after whitespace) if it is next."""
@@ -649,7 +657,8 @@ class _Notation:
             self.pos = end + len(self.quote)
             return text[pos + len(self.quote) : end]
         try:
-            value, self.pos = json.decoder.scanstring(text, pos + 1)
+            # scanstring: json's own string reader (C, or its Python fallback); typeshed leaves it out
+            value, self.pos = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
         except ValueError:
             raise _Malformed from None
         return value

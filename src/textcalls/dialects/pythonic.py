@@ -238,7 +238,7 @@ def _literal(node: ast.expr) -> object:
         isinstance(node, ast.UnaryOp)
         and isinstance(node.op, (ast.USub, ast.UAdd))
         and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float)
+        and (type(node.operand.value) is int or type(node.operand.value) is float)
     ):
         return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
     if isinstance(node, ast.Name) and node.id in _JSON_NAMES:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from .. import relaxed_json
 from ..toolcall import ToolCall
@@ -96,8 +96,9 @@ class _Markup:
         self.newline_params = newline_params
 
     def tags(self, body: str) -> list[_Tag]:
+        # every alternative of the pattern is a named group, so ``lastgroup`` is never None
         return [
-            _Tag(m.lastgroup, m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
+            _Tag(cast(str, m.lastgroup), m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
             for m in self._pattern.finditer(body)
         ]
 

@@ -1,0 +1,40 @@
+"""Types of the Cython extension ``textcalls._scan_c`` (``ext/textcalls/_scan_c.pyx``).
+
+Its public surface is that of the pure-Python twin ``textcalls._scan_py``: keep the two in step.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from textcalls.screens import may_contain_markup as may_contain_markup
+from textcalls.toolcall import ToolCall
+
+__all__ = ["TABLE_LIMITS", "StreamScrubber", "hold_from", "may_contain_markup"]
+
+#: What this build's arrays hold: (longest literal, distinct first characters); import fails unless
+#: they are markers.py's (LITERAL_MAX, FIRST_CHARS_MAX).
+TABLE_LIMITS: tuple[int, int]
+
+def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int: ...
+
+class StreamScrubber:
+    def __init__(
+        self,
+        *,
+        max_block: int = 1048576,  # markers.MAX_BLOCK
+        formats: Iterable[str] | None = None,
+        tools: list[Any] | None = None,  # the request's OpenAI tools (JSON objects)
+        unknown_tools: str = "keep_text",
+        calls_in_reasoning: str = "auto",
+        code_fences: bool = True,
+        reasoning_started: bool = False,
+    ) -> None: ...
+    @property
+    def calls(self) -> list[ToolCall]: ...
+    @property
+    def removed(self) -> int: ...
+    @property
+    def max_block(self) -> int: ...
+    def take_reasoning(self) -> str: ...
+    def feed(self, delta: str, /) -> str: ...
+    def flush(self) -> str: ...
