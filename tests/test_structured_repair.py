@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls.openai import NameRepair
+from textcalls.options import Options
 from textcalls.sse import SSERecovery
 from textcalls.stream import ChunkRecovery, recover_stream
 
@@ -431,10 +432,10 @@ def test_stream_equals_the_whole_message(impl, tc, name, arguments, data, typed,
 
 
 def test_name_repair_directly():
-    names = NameRepair({})
+    names = NameRepair(Options())
     assert names.name("read") is None and names.name(None) is None
     assert names.name(GLM_NAME) == ("read", {"filePath": "/home/u/exam"})
     assert names.name("tool_12</arg_value>") == ("tool_12", {})
-    typed = NameRepair({"tools": TOOLS})
+    typed = NameRepair(Options(tools=TOOLS))
     assert typed.name("read<arg_key>limit</arg_key><arg_value> 5 </arg_value>") == ("read", {"limit": 5})
     assert typed.name("write</tool_call>") is None  # not offered

@@ -11,13 +11,9 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memchr
 
-from textcalls._table import (
-    CALLS_IN_REASONING, UNKNOWN_TOOLS, BareLead, read_bare, read_block, read_unterminated, read_whole, table_for,
-)
-from textcalls.dialects import Context
-from textcalls.markers import (
-    ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE,
-)
+from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
+from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
+from textcalls.options import DEFAULT, Options, options_of
 from textcalls.screens import may_contain_markup
 
 __all__ = ["StreamScrubber", "hold_from", "may_contain_markup", "TABLE_LIMITS"]
@@ -56,7 +52,6 @@ for _c in range(128):
 cdef Py_ssize_t C_ATTR_MAX = ATTR_MAX
 cdef Py_ssize_t C_GAP_MAX = SECTION_GAP_MAX
 cdef Py_ssize_t NEVER = (<Py_ssize_t>1) << 62
-_NO_TOOLS = Context(None)
 
 
 # -- character helpers ----------------------------------------------------------------------------
@@ -414,8 +409,9 @@ cdef class StreamScrubber:
     ``feed(delta)`` returns the text that is safe to show now; ``flush()`` ends the stream and
     returns the rest. Whatever the splitting, ``(feeds + flush).strip() == parse(text).content``
     and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
-    ``formats`` names the dialects to recognise (default: the default-on ones); ``tools`` is the
-    request's OpenAI tools list (types XML-style values; calls of other tools follow ``unknown_tools``).
+    The keywords are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools``,
+    ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``), or ``options=`` an ``Options``
+    holding them, checked once and shared between scrubbers.
     """
 
     cdef readonly list calls
@@ -463,21 +459,18 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _next_at[FIRST_MAX]
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)
 
-    def __init__(self, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
-                 calls_in_reasoning="auto", code_fences=True, reasoning_started=False):
-        if not isinstance(max_block, int) or isinstance(max_block, bool):
-            raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
-        if max_block < 1:
-            raise ValueError(f"max_block must be >= 1, not {max_block}")
-        if unknown_tools not in UNKNOWN_TOOLS:
-            raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
-        if calls_in_reasoning not in CALLS_IN_REASONING:
-            raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
-        if not isinstance(code_fences, bool):
-            raise TypeError(f"code_fences must be a bool, not {type(code_fences).__name__}")
-        self._spec = _cspec(table_for(formats))
-        self._ctx = _NO_TOOLS if tools is None else Context(tools)
-        self._unknown = unknown_tools
+    def __init__(self, *, options=None, **keywords):
+        if options is None:
+            options = Options(**keywords) if keywords else DEFAULT
+        elif keywords or not isinstance(options, Options):
+            options = options_of({"options": options, **keywords})  # raises the error
+        self._spec = _cspec(options.table)
+        self._ctx = options.ctx
+        self._unknown = options.unknown_tools
+        max_block = options.max_block
+        reasoning_started = options.reasoning_started
+        calls_in_reasoning = options.calls_in_reasoning
+        code_fences = options.code_fences
         self.calls = []
         self.removed = 0
         self.max_block = max_block
@@ -491,8 +484,6 @@ cdef class StreamScrubber:
         self._whole = 1 if self._spec.table.whole else 0
         self._whole_parts = []
         self._whole_len = 0
-        if not isinstance(reasoning_started, bool):
-            raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
         self._bare = None
         if self._ctx.has_tools and not self._whole and not reasoning_started:

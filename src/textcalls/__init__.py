@@ -12,6 +12,7 @@ from . import _scan
 from ._scan import IMPLEMENTATION
 from .markers import DIALECTS, MAX_BLOCK
 from .openai import recover_response, should_recover
+from .options import Options
 from .parse import Parsed, parse
 from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery, arecover_sse, recover_sse
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_BLOCK",
     "MAX_EVENT",
     "ChunkRecovery",
+    "Options",
     "Parsed",
     "SSERecovery",
     "StreamScrubber",

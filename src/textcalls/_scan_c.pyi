@@ -6,6 +6,7 @@ Its public surface is that of the pure-Python twin ``textcalls._scan_py``: keep 
 from collections.abc import Iterable
 from typing import Any
 
+from textcalls.options import Options
 from textcalls.screens import may_contain_markup as may_contain_markup
 from textcalls.toolcall import ToolCall
 
@@ -28,6 +29,7 @@ class StreamScrubber:
         calls_in_reasoning: str = "auto",
         code_fences: bool = True,
         reasoning_started: bool = False,
+        options: Options | None = None,  # these keywords, checked once (then give no other)
     ) -> None: ...
     @property
     def calls(self) -> list[ToolCall]: ...

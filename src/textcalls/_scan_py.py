@@ -13,8 +13,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._table import (
-    CALLS_IN_REASONING,
-    UNKNOWN_TOOLS,
     BareLead,
     read_bare,
     read_block,
@@ -23,8 +21,8 @@ from ._table import (
     table_for,
     word_tail,
 )
-from .dialects import Context
-from .markers import ATTR_MAX, MAX_BLOCK, SECTION_GAP_MAX, WHITESPACE
+from .markers import ATTR_MAX, SECTION_GAP_MAX, WHITESPACE
+from .options import DEFAULT, Options, options_of
 from .screens import may_contain_markup
 from .toolcall import ToolCall
 
@@ -32,7 +30,6 @@ __all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEVER = 1 << 62  # "poisoned until the end of the stream"
-_NO_TOOLS = Context(None)
 _Deferred = str | tuple[str, list[ToolCall]]  # held in reasoning: text, or a block's (text, calls)
 
 
@@ -169,8 +166,9 @@ class StreamScrubber:
     ``feed(delta)`` returns the text that is safe to show now; ``flush()`` ends the stream and
     returns the rest. Whatever the splitting, ``(feeds + flush).strip() == parse(text).content``
     and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
-    ``formats`` names the dialects to recognise (default: the default-on ones); ``tools`` is the
-    request's OpenAI tools list (types XML-style values; calls of other tools follow ``unknown_tools``).
+    The keywords are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools``,
+    ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``), or ``options=`` an ``Options``
+    holding them, checked once and shared between scrubbers.
     """
 
     __slots__ = (
@@ -219,30 +217,18 @@ class StreamScrubber:
         "_bare_stop",
     )
 
-    def __init__(
-        self,
-        *,
-        max_block: int = MAX_BLOCK,
-        formats: Iterable[str] | None = None,
-        tools: list[Any] | None = None,
-        unknown_tools: str = "keep_text",
-        calls_in_reasoning: str = "auto",
-        code_fences: bool = True,
-        reasoning_started: bool = False,
-    ):
-        if not isinstance(max_block, int) or isinstance(max_block, bool):
-            raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
-        if max_block < 1:
-            raise ValueError(f"max_block must be >= 1, not {max_block}")
-        if unknown_tools not in UNKNOWN_TOOLS:
-            raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
-        if calls_in_reasoning not in CALLS_IN_REASONING:
-            raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
-        if not isinstance(code_fences, bool):
-            raise TypeError(f"code_fences must be a bool, not {type(code_fences).__name__}")
-        self._spec = _spec(table_for(formats))
-        self._ctx = _NO_TOOLS if tools is None else Context(tools)
-        self._unknown = unknown_tools
+    def __init__(self, *, options: Options | None = None, **keywords: Any) -> None:
+        if options is None:
+            options = Options(**keywords) if keywords else DEFAULT
+        elif keywords or not isinstance(options, Options):
+            options = options_of({"options": options, **keywords})  # raises the error
+        self._spec = _spec(options.table)
+        self._ctx = options.ctx
+        self._unknown = options.unknown_tools
+        max_block = options.max_block
+        reasoning_started = options.reasoning_started
+        calls_in_reasoning = options.calls_in_reasoning
+        code_fences = options.code_fences
         self.calls: list[ToolCall] = []
         self.removed = 0
         self.max_block = max_block
@@ -270,8 +256,6 @@ class StreamScrubber:
         self._whole = 1 if self._spec.table.whole else 0
         self._whole_parts: list = []
         self._whole_len = 0
-        if not isinstance(reasoning_started, bool):
-            raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
         self._bare: BareLead | None = None
         if self._ctx.has_tools and not self._whole and not reasoning_started:

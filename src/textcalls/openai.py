@@ -5,24 +5,28 @@ from __future__ import annotations
 
 import json
 
-from . import _scan
-from ._table import table_for
-from .dialects import GRAMMARS, Context
+from .dialects import GRAMMARS
 from .dialects.jsonlike import KIMI_ARGUMENT_BEGIN
 from .markers import DEEPSEEK, DEEPSEEK_OPEN, DEEPSEEK_SEP, HERMES
+from .options import Options, options_of
 from .parse import parse
 from .toolcall import ToolCall
 
-__all__ = ["NameRepair", "recover_response", "should_recover"]
+__all__ = ["NameRepair", "check_gate", "recover_response", "should_recover"]
+
+
+def check_gate(native: bool, has_tools: bool) -> None:
+    """TypeError unless both of the gate's flags are bools."""
+    if not isinstance(native, bool):
+        raise TypeError(f"native must be a bool, not {type(native).__name__}")
+    if not isinstance(has_tools, bool):
+        raise TypeError(f"has_tools must be a bool, not {type(has_tools).__name__}")
 
 
 def should_recover(native: bool, has_tools: bool, structured_calls: int) -> bool:
     """Whether to recover text calls: tools were offered, and the model is prompt-guided or
     (native) sent no structured call itself."""
-    if not isinstance(native, bool):
-        raise TypeError(f"native must be a bool, not {type(native).__name__}")
-    if not isinstance(has_tools, bool):
-        raise TypeError(f"has_tools must be a bool, not {type(has_tools).__name__}")
+    check_gate(native, has_tools)
     if not isinstance(structured_calls, int) or isinstance(structured_calls, bool):
         raise TypeError(f"structured_calls must be an int, not {type(structured_calls).__name__}")
     if structured_calls < 0:
@@ -48,6 +52,8 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, **options
     """
     if not isinstance(response, dict):
         raise TypeError(f"response must be a dict, not {type(response).__name__}")
+    check_gate(native, has_tools)
+    opts = options_of(options)
     choices = response.get("choices")
     if choices is None:
         return response
@@ -56,7 +62,7 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, **options
     new_choices = None
     names: list = []  # the NameRepair, built at the first structured name that needs one
     for i, choice in enumerate(choices):
-        new = _recover_choice(choice, i, native, has_tools, options, names)
+        new = _recover_choice(choice, i, native, has_tools, opts, names)
         if new is not None:
             if new_choices is None:
                 new_choices = list(choices)
@@ -66,7 +72,7 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, **options
     return {**response, "choices": new_choices}
 
 
-def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: dict, names: list):
+def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Options, names: list):
     """The rewritten choice, or None when it stays as it is."""
     if not isinstance(choice, dict):
         raise TypeError(f"response['choices'][{i}] must be a dict, not {type(choice).__name__}")
@@ -90,7 +96,7 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: dict
     content = message.get("content")
     parsed = None
     if isinstance(content, str) and should_recover(native, has_tools, len(structured)):
-        parsed = parse(content, **options)
+        parsed = parse(content, options=options)
     if parsed is None or not (parsed.removed or parsed.reasoning):
         if repaired is structured:
             return None
@@ -150,11 +156,10 @@ class NameRepair:
 
     __slots__ = ("_ctx", "_unknown", "_dialects")
 
-    def __init__(self, options: dict) -> None:
-        _scan.impl.StreamScrubber(**options)  # checks the options, as parse would
-        self._ctx = Context(options.get("tools"))
-        self._unknown = options.get("unknown_tools", "keep_text")
-        self._dialects = frozenset(block.dialect for block in table_for(options.get("formats")).blocks)
+    def __init__(self, options: Options) -> None:
+        self._ctx = options.ctx
+        self._unknown = options.unknown_tools
+        self._dialects = frozenset(block.dialect for block in options.table.blocks)
 
     def name(self, name) -> tuple[str, dict] | None:
         """``(name, arguments)`` read from a name that carries markup, or None: leave it as it is."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from . import _scan
 from .markers import MAX_BLOCK
+from .options import DEFAULT, Options, options_of
 from .toolcall import ToolCall
 
 __all__ = ["Parsed", "parse"]
@@ -39,6 +40,7 @@ def parse(
     calls_in_reasoning: str = "auto",
     code_fences: bool = True,
     reasoning_started: bool = False,
+    options: Options | None = None,
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -54,17 +56,35 @@ def parse(
     is a call. ``reasoning_started=True``: the text begins inside a reasoning span (the prompt opened
     ``<think>``), so a lone ``</think>`` ends it.
     Markup inside a markdown code fence in the content is text (``code_fences=False``: not so).
+    ``options``: an ``Options`` holding these keywords, checked once (then give no other keyword).
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
-    scrubber = _scan.impl.StreamScrubber(
-        max_block=max_block,
-        formats=formats,
-        tools=tools,
-        unknown_tools=unknown_tools,
-        calls_in_reasoning=calls_in_reasoning,
-        code_fences=code_fences,
-        reasoning_started=reasoning_started,
+    given = not (
+        max_block is MAX_BLOCK
+        and formats is None
+        and tools is None
+        and unknown_tools == "keep_text"
+        and calls_in_reasoning == "auto"
+        and code_fences is True
+        and reasoning_started is False
     )
+    if options is None:
+        options = DEFAULT
+        if given:
+            options = Options(
+                max_block=max_block,
+                formats=formats,
+                tools=tools,
+                unknown_tools=unknown_tools,
+                calls_in_reasoning=calls_in_reasoning,
+                code_fences=code_fences,
+                reasoning_started=reasoning_started,
+            )
+    elif given:
+        raise TypeError("options= takes the place of the other keywords: give one or the other")
+    elif not isinstance(options, Options):
+        options = options_of({"options": options})  # raises the error
+    scrubber = _scan.impl.StreamScrubber(options=options)
     content = scrubber.feed(text) + scrubber.flush()
     return Parsed(content.strip(), scrubber.calls, scrubber.removed, scrubber.take_reasoning().strip())

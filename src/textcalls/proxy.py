@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from . import _scan
-from .openai import should_recover
+from .openai import check_gate
 from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery
 
@@ -524,7 +524,7 @@ def create_app(
     disconnects cancels its upstream request at once.
     """
     upstream = check_upstream(upstream)
-    should_recover(native, True, 0)  # type-checks native
+    check_gate(native, True)
     proxy = _Proxy(
         upstream,
         native,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from . import _scan
-from .openai import recover_response, should_recover
+from .openai import check_gate, recover_response
+from .options import options_of
 from .screens import may_contain_markup, may_hold_bare_call
 
 __all__ = ["recover_response_bytes"]
@@ -25,16 +25,16 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     """
     if not isinstance(body, (bytes, bytearray, memoryview)):
         raise TypeError(f"body must be bytes, bytearray or memoryview, not {type(body).__name__}")
-    _scan.impl.StreamScrubber(**options)  # checks the options
-    # should_recover checks both flags; with no structured call it is False only without tools.
-    if not should_recover(native, has_tools, 0):
+    check_gate(native, has_tools)
+    opts = options_of(options)
+    if not has_tools:
         return body
     data = bytes(body) if isinstance(body, memoryview) else body
     if not (
-        may_contain_markup(data, formats=options.get("formats"))
-        or options.get("reasoning_started")
+        may_contain_markup(data, formats=opts.formats)
+        or opts.reasoning_started
         or _marked_name(data)
-        or (options.get("tools") is not None and may_hold_bare_call(data))
+        or (opts.tools is not None and may_hold_bare_call(data))
     ):
         # no JSON decoding at all
         return body
@@ -45,7 +45,7 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if not isinstance(response, dict):
         return body
     try:
-        recovered = recover_response(response, native=native, has_tools=has_tools, **options)
+        recovered = recover_response(response, native=native, has_tools=has_tools, options=opts)
     except TypeError:  # a shape recover_response rejects: not a chat.completion to rewrite
         return body
     if recovered is response:

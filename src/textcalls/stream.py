@@ -10,8 +10,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from . import _scan
 from ._drive import adrive, drive
-from ._table import table_for
-from .openai import NameRepair, marked, should_recover
+from .openai import NameRepair, check_gate, marked, should_recover
+from .options import Options, options_of
 from .screens import screen_for
 
 __all__ = ["MAX_CHOICES", "ChunkRecovery", "arecover_stream", "recover_stream"]
@@ -28,8 +28,8 @@ class _Choice:
 
     __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held", "midline")
 
-    def __init__(self, options: dict) -> None:
-        self.scrubber = _scan.impl.StreamScrubber(**options)
+    def __init__(self, options: Options) -> None:
+        self.scrubber = _scan.impl.StreamScrubber(options=options)
         self.active = False  # False: settled, behaves exactly like a fresh choice (see ChunkRecovery)
         self.upstream: dict = {}  # structured call index as sent -> index as forwarded
         self.recovered = 0  # recovered calls emitted
@@ -102,8 +102,8 @@ class ChunkRecovery:
     of the wrong shape) raises TypeError/ValueError before any state changes. Inputs are
     never mutated.
 
-    ``options`` are ``StreamScrubber``'s (``max_block``, ``formats``, ``tools``,
-    ``unknown_tools``), given to the scrubber of every choice.
+    ``options`` are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools`` …, or
+    ``options=`` an ``Options``), checked once and shared by the scrubbers of every choice.
 
     ``active`` counts the choices that may not behave like fresh ones. A choice is settled
     while it saw no structured call and every delta its scrubber was fed came back unchanged
@@ -124,29 +124,24 @@ class ChunkRecovery:
     """
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
-        should_recover(native, has_tools, 0)  # type-checks both flags
-        _scan.impl.StreamScrubber(**options)  # checks the options
+        check_gate(native, has_tools)
         self.native = native
         self.has_tools = has_tools
-        self.options = options
-        table = table_for(options.get("formats"))
+        self.options = opts = options_of(options)  #: the recovery options, checked
+        table = opts.table
         # with tools, a message may start with a bare JSON call of an offered tool (the scrubber holds it
         # from its first `{`, `[` or backtick after blanks): content skipped by the screens must then reach
         # the scrubber until its choice has shown non-blank text (see follow), as with code fences on — so
         # the screens are those of fences on (they skip less, never more), and `{`, `[` are starts too
-        self._bare = (
-            options.get("tools") is not None
-            and not options.get("reasoning_started")
-            and not (table.whole or table.anchored)
-        )
+        self._bare = opts.tools is not None and not opts.reasoning_started and not (table.whole or table.anchored)
         #: the screens, derived from the same table, fence setting and bare-call reading as the scrubbers
-        self.screen = screen_for(table, options.get("code_fences", True), self._bare)
+        self.screen = screen_for(table, opts.code_fences, self._bare)
         self.starts = self.screen.starts  #: what can begin markup, a fence run or a bare call in content
         self._opens = self.screen.opens
         self._fences = self.screen.fences  # skipped content is still fed
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
-        self._floor = 1 if self.screen.every or options.get("reasoning_started") else 0
+        self._floor = 1 if self.screen.every or opts.reasoning_started else 0
         self.recovered = 0  #: tool calls recovered and emitted so far, all choices
         self._choices: dict = {}
         self.active = self._floor  #: choices that may not behave like fresh ones (read-only)

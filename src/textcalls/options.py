@@ -1,0 +1,111 @@
+"""The recovery keywords, checked once: ``Options``. Every entry point takes them (``parse``,
+``StreamScrubber``, the stream, SSE and bytes helpers, ``recover_response``) and builds one ``Options``,
+which the scrubbers it creates share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ._table import CALLS_IN_REASONING, UNKNOWN_TOOLS, Table, table_for
+from .dialects import Context
+from .markers import MAX_BLOCK
+
+__all__ = ["DEFAULT", "Options", "options_of"]
+
+_NO_TOOLS = Context(None)
+
+
+class Options:
+    """``parse``'s keywords, validated: a TypeError or ValueError names the one that is wrong. Also
+    holds what they imply: ``table``, the enabled dialects' table (``formats``), and ``ctx``, the
+    request's tools (``tools``) as the grammars read them. Share one between the scrubbers of a request
+    or a stream; do not change it (build another)."""
+
+    __slots__ = (
+        "max_block",
+        "formats",
+        "tools",
+        "unknown_tools",
+        "calls_in_reasoning",
+        "code_fences",
+        "reasoning_started",
+        "table",
+        "ctx",
+    )
+
+    max_block: int
+    formats: Iterable[str] | None
+    tools: list[Any] | None
+    unknown_tools: str
+    calls_in_reasoning: str
+    code_fences: bool
+    reasoning_started: bool
+    table: Table
+    ctx: Context
+
+    def __init__(
+        self,
+        *,
+        max_block: int = MAX_BLOCK,
+        formats: Iterable[str] | None = None,
+        tools: list[Any] | None = None,
+        unknown_tools: str = "keep_text",
+        calls_in_reasoning: str = "auto",
+        code_fences: bool = True,
+        reasoning_started: bool = False,
+    ) -> None:
+        if not isinstance(max_block, int) or isinstance(max_block, bool):
+            raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
+        if max_block < 1:
+            raise ValueError(f"max_block must be >= 1, not {max_block}")
+        if unknown_tools not in UNKNOWN_TOOLS:
+            raise ValueError(f"unknown_tools must be one of {UNKNOWN_TOOLS}, not {unknown_tools!r}")
+        if calls_in_reasoning not in CALLS_IN_REASONING:
+            raise ValueError(f"calls_in_reasoning must be one of {CALLS_IN_REASONING}, not {calls_in_reasoning!r}")
+        if not isinstance(code_fences, bool):
+            raise TypeError(f"code_fences must be a bool, not {type(code_fences).__name__}")
+        if not isinstance(reasoning_started, bool):
+            raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
+        self.table = table_for(formats)  # checks formats
+        self.ctx = _NO_TOOLS if tools is None else Context(tools)  # checks tools
+        self.max_block = max_block
+        self.formats = formats
+        self.tools = tools
+        self.unknown_tools = unknown_tools
+        self.calls_in_reasoning = calls_in_reasoning
+        self.code_fences = code_fences
+        self.reasoning_started = reasoning_started
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:7] if getattr(self, k) != _DEFAULTS[k])
+        return f"Options({given})"
+
+
+_DEFAULTS = {
+    "max_block": MAX_BLOCK,
+    "formats": None,
+    "tools": None,
+    "unknown_tools": "keep_text",
+    "calls_in_reasoning": "auto",
+    "code_fences": True,
+    "reasoning_started": False,
+}
+
+#: the default options (shared: building them is the cost of most of a small ``parse``)
+DEFAULT = Options()
+
+
+def options_of(keywords: dict[str, Any]) -> Options:
+    """The ``Options`` for ``parse``-style keywords (``DEFAULT`` when there are none); an ``options=``
+    entry holding an ``Options`` is taken as it is (then no other keyword may be given)."""
+    if not keywords:
+        return DEFAULT
+    if "options" not in keywords:
+        return Options(**keywords)
+    given = keywords["options"]
+    if len(keywords) > 1:
+        raise TypeError("options= takes the place of the other keywords: give one or the other")
+    if not isinstance(given, Options):
+        raise TypeError(f"options must be a textcalls.Options, not {type(given).__name__}")
+    return given
