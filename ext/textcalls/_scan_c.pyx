@@ -13,6 +13,7 @@ from libc.string cimport memchr
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
+from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
 from textcalls.screens import may_contain_markup
 
@@ -434,13 +435,9 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _gopen
     cdef bint _raw, _poisoned, _in_str, _esc, _lead
     cdef Py_ssize_t _depth
-    cdef bint _extract        # calls_in_reasoning == "extract"
-    cdef bint _auto           # calls_in_reasoning == "auto"
-    cdef list _pending        # "auto": the blocks that ended a closed span, until the content calls a tool or not
     cdef bint _reasoning      # inside a reasoning span
-    cdef list _reasoning_out  # reasoning text not yet taken
-    cdef list _deferred       # in reasoning: blocks (and the text after them) until the span is known closed
-    cdef Py_ssize_t _deferred_len
+    cdef object _thought      # _reasoning.Reasoning: the text not yet taken, the blocks of spans until decided
+    cdef list _reasoning_out  # _thought.out, the same list, for the hot path
     cdef bint _fences         # markup inside a markdown code fence (in content) is text
     cdef bint _fence          # inside a fence
     cdef Py_ssize_t _line     # the current content line's leading spaces (0-3) if it has had nothing else, else -1
@@ -492,13 +489,9 @@ cdef class StreamScrubber:
         # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
         self._trail = self._ctx.has_tools
         self._bare_stop = 0
-        self._extract = calls_in_reasoning == "extract"
-        self._auto = calls_in_reasoning == "auto"
-        self._pending = None
         self._reasoning = reasoning_started
-        self._reasoning_out = []
-        self._deferred = None
-        self._deferred_len = 0
+        self._thought = Reasoning(calls_in_reasoning, max_block)
+        self._reasoning_out = self._thought.out
         self._fences = code_fences
         self._fence = False
         self._line = 0
@@ -518,8 +511,11 @@ cdef class StreamScrubber:
     def take_reasoning(self):
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
         self._enter()
-        text = "".join(self._reasoning_out)
-        self._reasoning_out = []
+        cdef list out = self._reasoning_out  # _thought.out: taken here, inline (once per delta)
+        cdef Py_ssize_t n = len(out)
+        text = "" if n == 0 else out[0] if n == 1 else "".join(out)
+        if n:
+            out.clear()
         self._busy = False
         return text
 
@@ -585,10 +581,8 @@ cdef class StreamScrubber:
             return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 else self._run(self._held, True)
-        if self._deferred is not None:
-            self._resolve(True)  # the reasoning span never closed: its calls were meant
-        if self._pending is not None:
-            self._settle(True)  # they ended their span and the content called no tool: they were meant
+        # a span never closed, or blocks that ended one and no call after: they were meant
+        self._take(self._thought.end())
         return out
 
     cdef str _feed_whole(self, str delta):
@@ -641,8 +635,7 @@ cdef class StreamScrubber:
         return self._feed(text)
 
     cdef int _take_bare(self, list calls) except -1:
-        if self._pending is not None:
-            self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
+        self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
         self.calls.extend(calls)
         self.removed += 1
         return 0
@@ -674,57 +667,19 @@ cdef class StreamScrubber:
                 out.append(text)
                 if self._lines:
                     self._line = _line_after(self._line, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, n)
-            elif self._deferred is None:
+            elif self._thought.deferred is None:
                 self._reasoning_out.append(text)
             else:
-                self._defer(text, text, None)
+                self._thought.text(text)
             if self._after >= 0 and not _all_ws(text):
                 self._after = -1
         return 0
 
-    cdef int _defer(self, object item, str text, object calls) except -1:
-        """Hold reasoning text or a block (text, calls) until the span is known closed or not."""
-        self._deferred.append(item if calls is None else (text, calls))
-        self._deferred_len += PyUnicode_GET_LENGTH(text)
-        if self._deferred_len > self.max_block:
-            self._resolve(False)
-        return 0
-
-    cdef int _resolve(self, bint extract) except -1:
-        """Release the deferred reasoning: blocks become calls (``extract``) or stay as reasoning text."""
-        for item in self._deferred:
-            if isinstance(item, str):
-                self._reasoning_out.append(item)
-            elif extract:
-                self.calls.extend(item[1])
-                self.removed += 1
-            else:
-                self._reasoning_out.append(item[0])
-        self._deferred = None
-        self._deferred_len = 0
-        return 0
-
-    cdef int _close_span(self) except -1:
-        """The reasoning span closed: its blocks were rehearsals — except, with ``"auto"``, the blocks that
-        end it (only whitespace after them), which stay pending (see ``_settle``)."""
-        cdef list deferred = self._deferred
-        cdef Py_ssize_t cut = len(deferred)
-        if self._auto:
-            while cut and (not isinstance(deferred[cut - 1], str) or _all_ws(deferred[cut - 1])):
-                cut -= 1
-        tail = deferred[cut:]
-        self._deferred = deferred[:cut]
-        self._resolve(False)
-        if any(not isinstance(item, str) for item in tail):
-            self._pending = tail
-        else:
-            self._reasoning_out.extend(tail)
-        return 0
-
-    cdef int _settle(self, bint extract) except -1:
-        """Decide the pending blocks: calls (``extract``) or rehearsals whose text is reasoning."""
-        self._deferred, self._pending = self._pending, None
-        self._resolve(extract)
+    cdef int _take(self, list blocks) except -1:
+        """Take the call lists of blocks the reasoning decided were meant."""
+        for calls in blocks:
+            self.calls.extend(calls)
+            self.removed += 1
         return 0
 
     cdef str _run(self, str s, bint final):
@@ -861,12 +816,10 @@ cdef class StreamScrubber:
                 self._after = -1
                 self._line = -1
                 if self._spec.entries[a].reasoning < 0 and self._reasoning:
-                    if self._deferred is not None:
-                        self._close_span()
+                    self._thought.close_span()
                     self._reasoning = False
                 elif self._spec.entries[a].reasoning > 0:
-                    if self._pending is not None:
-                        self._settle(True)  # reasoning again, and no call in between: they were meant
+                    self._take(self._thought.settle(True))  # reasoning again, no call in between: they were meant
                     self._reasoning = True
                 p = search = b
                 continue
@@ -1019,15 +972,11 @@ cdef class StreamScrubber:
             calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
-        elif self._reasoning and not self._extract:  # a rehearsal, unless the span never closes
-            if self._deferred is None:
-                self._deferred = []
-                self._deferred_len = 0
-            self._defer(None, self._opener + body + closer, calls)
+        elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
+            self._thought.block(self._opener + body + closer, calls)
             self._after = self._spec.block_dialect[self._k]
         else:
-            if self._pending is not None:
-                self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
+            self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
             self._after = self._spec.block_dialect[self._k]

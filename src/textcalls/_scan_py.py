@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from ._reasoning import Reasoning
 from ._table import (
     BareLead,
     read_bare,
@@ -30,7 +31,6 @@ __all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEVER = 1 << 62  # "poisoned until the end of the stream"
-_Deferred = str | tuple[str, list[ToolCall]]  # held in reasoning: text, or a block's (text, calls)
 
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int:
@@ -200,17 +200,13 @@ class StreamScrubber:
         "_whole_parts",
         "_whole_len",
         "_bare",
-        "_extract",
         "_reasoning",
         "_reasoning_out",
-        "_deferred",
-        "_deferred_len",
+        "_thought",
         "_fences",
         "_fence",
         "_line",
         "_busy",
-        "_auto",
-        "_pending",
         "_trail",
         "_lines",
         "_firsts",
@@ -265,15 +261,10 @@ class StreamScrubber:
         self._trail = self._ctx.has_tools
         self._firsts = self._spec.first_chars + ("{", "[") if self._trail else self._spec.first_chars
         self._bare_stop = 0  # no bare-call candidate starts before this offset (an earlier one read there)
-        self._extract = calls_in_reasoning == "extract"
-        self._auto = calls_in_reasoning == "auto"
-        # "auto": the blocks that ended a closed span, until the content calls a tool or not
-        self._pending: list[_Deferred] | None = None
         self._reasoning = reasoning_started  # inside a reasoning span
-        self._reasoning_out: list = []  # reasoning text not yet taken
-        # in reasoning: blocks (and the text after them) until the span is known closed
-        self._deferred: list[_Deferred] | None = None
-        self._deferred_len = 0
+        # the reasoning text not yet taken, and the blocks of spans until decided (shared code)
+        self._thought = Reasoning(calls_in_reasoning, max_block)
+        self._reasoning_out = self._thought.out  # the same list, for the hot path
         self._fences = code_fences  # markup inside a markdown code fence (in content) is text
         self._fence = False  # inside a fence
         self._line = 0  # the current content line's leading spaces (0-3) if it has had nothing else, else -1
@@ -290,8 +281,9 @@ class StreamScrubber:
     def take_reasoning(self) -> str:
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
         self._enter()
-        text = "".join(self._reasoning_out)
-        self._reasoning_out = []
+        out = self._reasoning_out  # _thought.out: taken here, inline (once per delta)
+        text = "".join(out)
+        out.clear()
         self._busy.release()
         return text
 
@@ -354,10 +346,8 @@ class StreamScrubber:
             return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and not self._held else self._run(self._held, True)
-        if self._deferred is not None:
-            self._resolve(True)  # the reasoning span never closed: its calls were meant
-        if self._pending is not None:
-            self._settle(True)  # they ended their span and the content called no tool: they were meant
+        # a span never closed, or blocks that ended one and no call after: they were meant
+        self._take(self._thought.end())
         return out
 
     def _feed_whole(self, delta: str) -> str:
@@ -410,8 +400,7 @@ class StreamScrubber:
         return self._feed(text)
 
     def _take_bare(self, calls: list) -> None:
-        if self._pending is not None:
-            self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
+        self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
         self.calls.extend(calls)
         self.removed += 1
 
@@ -442,56 +431,18 @@ class StreamScrubber:
                 out.append(text)
                 if self._lines:
                     self._line = _line_after(self._line, text)
-            elif self._deferred is None:
+            elif self._thought.deferred is None:
                 self._reasoning_out.append(text)
             else:
-                self._defer(text)
+                self._thought.text(text)
             if self._after is not None and not _all_ws(text):
                 self._after = None
 
-    def _defer(self, item: _Deferred) -> None:
-        """Hold reasoning text or a block (text, calls) until the span is known closed or not."""
-        assert self._deferred is not None  # the caller started the deferral
-        self._deferred.append(item)
-        self._deferred_len += len(item if isinstance(item, str) else item[0])
-        if self._deferred_len > self.max_block:
-            self._resolve(False)
-
-    def _resolve(self, extract: bool) -> None:
-        """Release the deferred reasoning: blocks become calls (``extract``) or stay as reasoning text."""
-        assert self._deferred is not None  # called only while deferring
-        for item in self._deferred:
-            if isinstance(item, str):
-                self._reasoning_out.append(item)
-            elif extract:
-                self.calls.extend(item[1])
-                self.removed += 1
-            else:
-                self._reasoning_out.append(item[0])
-        self._deferred = None
-        self._deferred_len = 0
-
-    def _close_span(self) -> None:
-        """The reasoning span closed: its blocks were rehearsals — except, with ``"auto"``, the blocks that
-        end it (only whitespace after them), which stay pending (see ``_settle``)."""
-        deferred = self._deferred
-        assert deferred is not None  # called only while deferring
-        cut = len(deferred)
-        if self._auto:
-            while cut and (not isinstance(item := deferred[cut - 1], str) or _all_ws(item)):
-                cut -= 1
-        tail = deferred[cut:]
-        self._deferred = deferred[:cut]
-        self._resolve(False)
-        if any(not isinstance(item, str) for item in tail):
-            self._pending = tail
-        else:
-            self._reasoning_out.extend(tail)
-
-    def _settle(self, extract: bool) -> None:
-        """Decide the pending blocks: calls (``extract``) or rehearsals whose text is reasoning."""
-        self._deferred, self._pending = self._pending, None
-        self._resolve(extract)
+    def _take(self, blocks: list[list[ToolCall]]) -> None:
+        """Take the call lists of blocks the reasoning decided were meant."""
+        for calls in blocks:
+            self.calls.extend(calls)
+            self.removed += 1
 
     def _run(self, s: str, final: bool) -> str:
         out: list = []
@@ -593,12 +544,10 @@ class StreamScrubber:
                 self._line = -1
                 switch = self._spec.table.markers[a].reasoning
                 if switch < 0 and self._reasoning:
-                    if self._deferred is not None:
-                        self._close_span()
+                    self._thought.close_span()
                     self._reasoning = False
                 elif switch > 0:
-                    if self._pending is not None:
-                        self._settle(True)  # reasoning again, and no call in between: they were meant
+                    self._take(self._thought.settle(True))  # reasoning again, no call in between: they were meant
                     self._reasoning = True
                 p = search = b
                 continue
@@ -708,14 +657,11 @@ class StreamScrubber:
             calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
-        elif self._reasoning and not self._extract:  # a rehearsal, unless the span never closes
-            if self._deferred is None:
-                self._deferred, self._deferred_len = [], 0
-            self._defer((self._opener + body + closer, calls))
+        elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
+            self._thought.block(self._opener + body + closer, calls)
             self._after = block.dialect
         else:
-            if self._pending is not None:
-                self._settle(False)  # the content calls a tool: the calls that ended the span were rehearsals
+            self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
             self._after = block.dialect
