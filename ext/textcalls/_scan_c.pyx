@@ -146,6 +146,7 @@ cdef class _CSpec:
     cdef bint* json_end         # per block kind: ends where its JSON value ends
     cdef bint* json_strings     # per block kind
     cdef int* block_dialect     # per block kind
+    cdef int* marker_reasoning  # per marker kind (index in the table's markers): its Marker.reasoning
     cdef int* block_entry       # per block kind: the index of its opener in entries
     cdef bint* has_starts       # per block kind: the body's first character is restricted
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
@@ -172,11 +173,12 @@ cdef class _CSpec:
         self.json_end = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
+        self.marker_reasoning = <int*>PyMem_Malloc(max(1, nm) * sizeof(int))
         self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
         if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
-                and self.block_entry and self.has_starts and self.starts):
+                and self.marker_reasoning and self.block_entry and self.has_starts and self.starts):
             raise MemoryError()
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
         for c in range(128):
@@ -212,6 +214,8 @@ cdef class _CSpec:
                 en.delim[c] = en.tag and chr(c) in obj.delimiters
             en.before = (not is_block) and obj.before
             en.reasoning = 0 if is_block else obj.reasoning
+            if not is_block:
+                self.marker_reasoning[k] = obj.reasoning
             en.always = (not is_block) and obj.always
             en.dialect = self.dialects.index(obj.dialect)
             en.anchor = ord(obj.anchor) if is_block and obj.anchor is not None else 0
@@ -263,6 +267,7 @@ cdef class _CSpec:
         PyMem_Free(self.json_end)
         PyMem_Free(self.json_strings)
         PyMem_Free(self.block_dialect)
+        PyMem_Free(self.marker_reasoning)
         PyMem_Free(self.block_entry)
         PyMem_Free(self.has_starts)
         PyMem_Free(self.starts)
@@ -815,10 +820,10 @@ cdef class StreamScrubber:
                 self.removed += 1
                 self._after = -1
                 self._line = -1
-                if self._spec.entries[a].reasoning < 0 and self._reasoning:
+                if self._spec.marker_reasoning[a] < 0 and self._reasoning:
                     self._thought.close_span()
                     self._reasoning = False
-                elif self._spec.entries[a].reasoning > 0:
+                elif self._spec.marker_reasoning[a] > 0:
                     self._take(self._thought.settle(True))  # reasoning again, no call in between: they were meant
                     self._reasoning = True
                 p = search = b
@@ -835,7 +840,8 @@ cdef class StreamScrubber:
 
     cdef Cand _candidate(self, int kind, const void* d, Py_ssize_t n, str s, Py_ssize_t i, Py_ssize_t p,
                          bint final, Py_ssize_t* a, Py_ssize_t* b) except *:
-        """Classify ``s[i]``: hold; prose (a = next search); marker (b = end); block (a = kind, b = body start).
+        """Classify ``s[i]``: hold; prose (a = next search); marker (a = its index in the table's markers,
+        b = end); block (a = its kind, the index in the table's blocks; b = body start).
 
         A literal the text ends inside, or a test that needs more text, holds (at the end of the stream:
         that reading fails and the next one is tried)."""
@@ -918,7 +924,7 @@ cdef class StreamScrubber:
                 continue
             if en.reasoning or en.always:
                 if en.always or (en.reasoning > 0) != self._reasoning:
-                    a[0] = e
+                    a[0] = en.k
                     b[0] = j
                     return C_MARKER
                 continue
@@ -941,13 +947,13 @@ cdef class StreamScrubber:
                         found = found or r == 1
                         hold_any = hold_any or r == -1
                 if found:
-                    a[0] = e
+                    a[0] = en.k
                     b[0] = j
                     return C_MARKER
                 if hold_any and not final:
                     return C_HOLD
             elif self._after == en.dialect and _all_ws(s[p:i]):
-                a[0] = e
+                a[0] = en.k
                 b[0] = j
                 return C_MARKER
         return C_PROSE

@@ -562,7 +562,8 @@ class StreamScrubber:
             return b
 
     def _candidate(self, s: str, i: int, p: int, final: bool):
-        """Classify ``s[i]``: ('hold',..), ('prose', next search, _), ('marker', _, end), ('block', kind, body start).
+        """Classify ``s[i]``: ('hold',..); ('prose', next search, _); ('marker', its index in the table's
+        markers, end); ('block', its kind, the index in the table's blocks, body start).
 
         A literal the text ends inside, or a test that needs more text, holds (at the end of the stream:
         that reading fails and the next one is tried)."""
