@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from textcalls.bodies import call_from_block
+from textcalls.dialects.jsonlike import call_from_block
 from textcalls.markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from textcalls.toolcall import ToolCall
 

@@ -5,14 +5,22 @@ Repairs, all made by one tokenizer pass that respects strings, followed by a str
 ``<|">`` used as quotes; bare and single-quoted object keys; trailing commas; and one pair
 of redundant outer braces around an object. Anything else (bare values, missing or
 mismatched brackets, stray text) raises ``ValueError``. Linear time.
+
+``decode`` is how the grammars read JSON: strictly first, then with these repairs; ``NO_VALUE`` when
+neither reads the text.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Final
 
-__all__ = ["loads", "strip_fence"]
+__all__ = ["NO_VALUE", "decode", "loads", "strip_fence"]
+
+#: What ``decode`` returns for text that is not JSON, even after the repairs: the grammars' one
+#: "no value" sentinel (``dialects.context`` returns it for a value that does not fit a schema type).
+NO_VALUE: Final = object()
 
 _QUOTE = r'(?:"|<\|"\|?>)'
 _TOKEN = re.compile(
@@ -44,6 +52,19 @@ def strip_fence(text: str) -> str:
     if stripped[3:newline].strip().lower() not in ("", "json"):
         return text
     return stripped[newline + 1 : -3]
+
+
+def decode(text: str) -> object:
+    """The JSON value of ``text``: strict ``json.loads``, then ``loads`` (the repairs); ``NO_VALUE`` if
+    neither reads it. Never raises for a ``str``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return loads(text)
+    except ValueError:
+        return NO_VALUE
 
 
 def loads(text: str) -> object:

@@ -1,13 +1,15 @@
-"""The recovered call: an OpenAI-shaped function call with a process-unique id."""
+"""The recovered call: an OpenAI-shaped function call with a process-unique id, and ``make_call``, the one
+way a grammar turns a name and arguments into one."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import secrets
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["ToolCall", "new_call_id"]
+__all__ = ["ToolCall", "make_call", "new_call_id"]
 
 _ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
@@ -40,3 +42,21 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+
+def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
+    """The call of ``name`` (a non-blank string, stripped) with the arguments ``args`` (a dict), or ``None``.
+
+    The arguments are serialised once, ``json.dumps(args, ensure_ascii=False, allow_nan=False)``; ``None``
+    too when they cannot be JSON (NaN or Infinity, an int too long to convert, nesting too deep).
+    ``call_id``: an id the model wrote (a fresh one without it).
+    """
+    if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
+        return None
+    try:
+        arguments = json.dumps(args, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError):
+        return None
+    if call_id is None:
+        return ToolCall(name.strip(), arguments)
+    return ToolCall(name.strip(), arguments, id=call_id)

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import re
 
-from ..bodies import call_from_block
-from ..markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from ..toolcall import ToolCall
 from . import harmony as _harmony
 from . import jsonlike, pythonic, xml
@@ -24,10 +22,6 @@ __all__ = ["GRAMMARS", "WHOLE_MESSAGE", "Context"]
 _GLM_NAME = re.compile(r"[\w.:-]+")
 #: A ``name="…"`` attribute in a tag opener's attribute text (``<tool_call id="…" name="NAME">``).
 _NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
-
-
-def _single(call: ToolCall | None) -> list[ToolCall]:
-    return [] if call is None else [call]
 
 
 def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -45,15 +39,7 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return xml.qwen3_xml(opener, body, ctx)
     if "<arg_key>" in text or (_GLM_NAME.fullmatch(text) and body.lstrip().startswith(text + "\n")):
         return xml.glm(opener, body, ctx)
-    return _single(call_from_block(HERMES, body))
-
-
-def deepseek(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
-    """DeepSeek V3/V3.1 bodies (``NAME<｜tool▁sep｜>{…}``, ``TYPE<｜tool▁sep｜>NAME`` + fenced JSON, the
-    separator's bars full-width or ASCII) or a JSON object."""
-    if "｜" not in opener:
-        body = body.replace(DEEPSEEK_SEP.replace("\uff5c", "|"), DEEPSEEK_SEP)
-    return _single(call_from_block(DEEPSEEK, body))
+    return jsonlike.hermes_json(opener, body, ctx)
 
 
 def function(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -96,6 +82,8 @@ def json_message(text: str, ctx: Context) -> list[ToolCall] | None:
         return None
     calls = []
     for item in items:
+        # Each item goes through JSON text once more, as it always has: that joins a surrogate pair written
+        # half raw, half escaped before the name is checked against the tools (see jsonlike._object_call).
         try:
             one = jsonlike.bare_json_message(json.dumps(item), ctx) if isinstance(item, dict) else None
         except (ValueError, RecursionError):
@@ -115,7 +103,7 @@ WHOLE_MESSAGE = {
 
 GRAMMARS = {
     "hermes": hermes,
-    "deepseek": deepseek,
+    "deepseek": jsonlike.deepseek,
     "function": function,
     "qwen3_xml": xml.qwen3_xml,
     "dsml": xml.dsml,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+from ..relaxed_json import NO_VALUE
+
 __all__ = ["Context"]
 
 
@@ -51,37 +53,34 @@ class Context:
         types = schema.get("type") if isinstance(schema, dict) else None
         for t in types if isinstance(types, list) else [types]:
             typed = _convert(t, text.strip())
-            if typed is not _NO:
+            if typed is not NO_VALUE:
                 return typed
         return text
 
 
-_NO = object()
-
-
 def _convert(kind, text: str):
     if kind == "string":
-        return _NO
+        return NO_VALUE
     if kind == "integer":
         try:
             return int(text)
         except ValueError:
-            return _NO
+            return NO_VALUE
     if kind == "number":
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):
-            return _NO
+            return NO_VALUE
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        return value if ok else _NO
+        return value if ok else NO_VALUE
     if kind == "boolean":
-        return {"true": True, "false": False}.get(text.lower(), _NO)
+        return {"true": True, "false": False}.get(text.lower(), NO_VALUE)
     if kind == "null":
-        return None if text.lower() in ("null", "none", "") else _NO
+        return None if text.lower() in ("null", "none", "") else NO_VALUE
     if kind in ("object", "array"):
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):
-            return _NO
-        return value if isinstance(value, dict if kind == "object" else list) else _NO
-    return _NO
+            return NO_VALUE
+        return value if isinstance(value, dict if kind == "object" else list) else NO_VALUE
+    return NO_VALUE

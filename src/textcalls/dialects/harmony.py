@@ -16,11 +16,11 @@ but becomes one without a glued ``json`` or ``commentary`` (``shelljson``; ``get
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 
-from .. import relaxed_json
-from ..toolcall import ToolCall
+from ..relaxed_json import decode
+from ..toolcall import ToolCall, make_call
 from .context import Context
 
 __all__ = ["harmony", "harmony_text"]
@@ -51,11 +51,8 @@ def harmony(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     found = _RECIPIENT.search(head)
     if found is None:
         return []
-    name = _name(head[found.end() :], ctx, text_form=False)
-    args = _arguments(args_text)
-    if not name or args is None:
-        return []
-    return _call(name, args)
+    call = _call(_name(head[found.end() :], ctx, text_form=False), args_text)
+    return [] if call is None else [call]
 
 
 def harmony_text(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -75,11 +72,8 @@ def harmony_text(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     token = head.find(_TOKEN)
     if token >= 0 and not _TEXT_TAIL.fullmatch(head[token:]):
         return None
-    name = _name(head, ctx, text_form=True)
-    args = _arguments(args_text)
-    if not name or args is None:
-        return None
-    return _call(name, args) or None
+    call = _call(_name(head, ctx, text_form=True), args_text)
+    return None if call is None else [call]
 
 
 def _name(rest: str, ctx: Context, text_form: bool) -> str | None:
@@ -111,23 +105,13 @@ def _name(rest: str, ctx: Context, text_form: bool) -> str | None:
     return raw
 
 
-def _arguments(text: str) -> dict | None:
-    """The JSON object in ``text`` (strict, then the conservative repairs), or ``None``; empty is ``{}``."""
-    text = text.strip()
-    if not text:
-        return {}
-    try:
-        args = json.loads(text)
-    except (ValueError, RecursionError):
-        try:
-            args = relaxed_json.loads(text)
-        except ValueError:
-            return None
-    return args if isinstance(args, dict) else None
-
-
-def _call(name: str, args: dict) -> list[ToolCall]:
-    try:
-        return [ToolCall(name, json.dumps(args, ensure_ascii=False, allow_nan=False))]
-    except (ValueError, RecursionError):
-        return []
+def _call(name: str | None, args_text: str) -> ToolCall | None:
+    """The call of ``name`` with the JSON object in ``args_text`` as its arguments (strict, then the
+    conservative repairs; empty is ``{}``), or ``None``."""
+    text = args_text.strip()
+    call = make_call(name, decode(text) if text else {})
+    if call is None or name is None or call.name == name:
+        return call
+    # ``_name`` can end in a space (no tools, ``functions.get commentary<|constrain|>``: "get "), which
+    # ``make_call`` strips; the name stays as ``_name`` gives it, as it always has.
+    return dataclasses.replace(call, name=name)

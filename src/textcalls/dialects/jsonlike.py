@@ -11,6 +11,10 @@ tokens, bare or single-quoted keys, trailing commas, one pair of redundant brace
 Where a body holds several calls, they are accepted only if all of them are well-formed:
 one malformed element makes the whole block ``[]``.
 
+The Hermes call object (``{"name", "arguments"}``) and DeepSeek's ``NAME<｜tool▁sep｜>{args}`` are read
+here (``call_from_block``, ``hermes_json``, ``deepseek``), and every call object other grammars meet is
+read by the same rules.
+
 ``bare_json_message`` is an opt-in whole-message format (a message that is only a call object).
 """
 
@@ -20,10 +24,9 @@ import json
 import re
 from typing import cast
 
-from .. import relaxed_json
-from ..bodies import call_from_block
-from ..markers import HERMES
-from ..toolcall import ToolCall
+from ..markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
+from ..relaxed_json import NO_VALUE, decode, strip_fence
+from ..toolcall import ToolCall, make_call
 from .context import Context
 
 __all__ = [
@@ -31,9 +34,12 @@ __all__ = [
     "arrow_call",
     "bare_calls",
     "bare_json_message",
+    "call_from_block",
+    "deepseek",
     "function_gemma",
     "function_tag",
     "gemma4",
+    "hermes_json",
     "json_calls",
     "json_lines_or_array",
     "kimi_k2",
@@ -43,8 +49,8 @@ __all__ = [
     "wrapped_call",
 ]
 
-_FAIL = object()  # what _load returns for text that is not JSON, even after the repairs
-
+#: Keys that may hold a call object's arguments, by priority.
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 #: Keys a call object may have inside a ``wrapped_call`` wrapper (an ordinary word, so be strict).
 _WRAPPED_KEYS = frozenset({"name", "arguments", "id", "type"})
 #: An inner ``<json>…</json>`` inside a wrapper (llama.cpp accepts ``<xml><json>{…}</json></xml>``).
@@ -75,49 +81,89 @@ GEMMA4_QUOTE = '<|"|>'
 FUNCTION_GEMMA_QUOTE = "<escape>"
 
 
+# --- the Hermes call object and DeepSeek's bodies -------------------------------------------
+
+
+def call_from_block(family: str, body: str) -> ToolCall | None:
+    """Return the call written in ``body``, or ``None`` if it is malformed or has no name.
+
+    ``family`` is ``markers.HERMES`` (a JSON object with ``name`` and ``arguments``) or
+    ``markers.DEEPSEEK`` (``NAME<sep>{args}``, ``TYPE<sep>NAME`` + a fenced JSON object,
+    or, without a separator, a Hermes body). Never raises for a ``str`` body; raises
+    ``ValueError`` for an unknown family.
+    """
+    if family == HERMES:
+        return _hermes_body(body)
+    if family == DEEPSEEK:
+        return _deepseek_body(body)
+    raise ValueError(f"unknown tool-call family: {family!r}")
+
+
+def hermes_json(opener: str, body: str, ctx: Context) -> list[ToolCall]:
+    """A ``<tool_call>`` body that is one JSON call object (``call_from_block(HERMES, body)``); ``[]`` when
+    malformed. (``dialects.hermes`` sends the other shapes of ``<tool_call>`` bodies elsewhere.)"""
+    call = _hermes_body(body)
+    return [] if call is None else [call]
+
+
+def deepseek(opener: str, body: str, ctx: Context) -> list[ToolCall]:
+    """DeepSeek V3/V3.1 bodies (``NAME<｜tool▁sep｜>{…}``, ``TYPE<｜tool▁sep｜>NAME`` + fenced JSON, the
+    separator's bars full-width or ASCII) or a JSON object; ``[]`` when malformed."""
+    if "｜" not in opener:
+        body = body.replace(DEEPSEEK_SEP.replace("\uff5c", "|"), DEEPSEEK_SEP)
+    call = _deepseek_body(body)
+    return [] if call is None else [call]
+
+
+def _hermes_body(body: str) -> ToolCall | None:
+    """``{"name": ..., "arguments": ...}``: arguments under the first key present, maybe as JSON text."""
+    call = decode(body.strip())
+    return _call_object(call) if isinstance(call, dict) else None
+
+
+def _deepseek_body(body: str) -> ToolCall | None:
+    """V3.1 ``NAME<sep>{args}``, V3 ``TYPE<sep>NAME\\n```json {args}```; no separator: a JSON body."""
+    head, sep, tail = body.partition(DEEPSEEK_SEP)
+    if not sep:
+        return _hermes_body(body)
+    if tail.lstrip().startswith(("{", "```")):
+        return make_call(head, decode(tail))
+    name, _, rest = tail.partition("\n")
+    rest = strip_fence(rest)
+    return make_call(name, decode(rest) if rest.strip() else {})
+
+
+def _call_object(call: dict, call_id: str | None = None) -> ToolCall | None:
+    """The call of a call object: ``name``, and the arguments under the first of ``_ARGUMENT_KEYS``
+    present (missing, ``null`` or ``""``: ``{}``; a string: the JSON object it holds)."""
+    args = next((call[key] for key in _ARGUMENT_KEYS if key in call), None)
+    if args is None or args == "":
+        args = {}
+    elif isinstance(args, str):
+        args = decode(args)
+    return make_call(call.get("name"), args, call_id)
+
+
 # --- shared helpers ---------------------------------------------------------------------
 
 
-def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
-    """A call if ``name`` is a non-blank string and ``args`` a dict that is JSON, else ``None``."""
-    if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
-        return None
-    try:
-        arguments = json.dumps(args, ensure_ascii=False, allow_nan=False)
-    except (ValueError, RecursionError):  # NaN/Infinity, an over-long int, or too deep
-        return None
-    if call_id is None:
-        return ToolCall(name.strip(), arguments)
-    return ToolCall(name.strip(), arguments, id=call_id)
-
-
-def _load(text: str) -> object:
-    """The JSON value of ``text`` (strict, then relaxed), or ``_FAIL``."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        try:
-            return relaxed_json.loads(text)
-        except ValueError:
-            return _FAIL
-
-
 def _object_call(obj: object, keep_id: bool = False) -> ToolCall | None:
-    """A Hermes-style call object (``tool_name`` counts as ``name``) through ``bodies``' rules."""
+    """A call object found in a body (``tool_name`` counts as ``name``), read by ``_call_object``; with
+    ``keep_id`` a non-blank string ``id`` becomes the call's id."""
     if not isinstance(obj, dict):
         return None
     if "name" not in obj and "tool_name" in obj:  # Command R
         obj = {**obj, "name": obj["tool_name"]}
+    written = obj.get("id")
+    call_id = written.strip() if keep_id and isinstance(written, str) and written.strip() else None
+    # The object is written as JSON text and read back before it is read, as it always was: that joins a
+    # surrogate pair whose halves the model wrote one raw and one escaped ("\ud83d" + "\\ude00" -> one
+    # character; keys that become equal merge). Reading ``obj`` as it is would change such arguments.
     try:
-        call = call_from_block(HERMES, json.dumps(obj))
+        reread = json.loads(json.dumps(obj))
     except (ValueError, RecursionError):
         return None
-    if call is None:
-        return None
-    call_id = obj.get("id")
-    if keep_id and isinstance(call_id, str) and call_id.strip():
-        return ToolCall(call.name, call.arguments, id=call_id.strip())
-    return call
+    return _call_object(reread, call_id)
 
 
 def _all_calls(values: list, keep_id: bool = False) -> list[ToolCall]:
@@ -153,7 +199,7 @@ def _semicolon_objects(text: str) -> list | None:
 def json_calls(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """A JSON call object, an array of them, or (Llama 3) objects separated by ``;``.
 
-    Each object is read by ``bodies``' Hermes rules (``name`` or ``tool_name``; arguments under
+    Each object is read by the Hermes rules (``call_from_block``) (``name`` or ``tool_name``; arguments under
     ``arguments``, ``parameters``, ``args`` or ``input``, maybe as JSON text). Used by Granite
     ``<|tool_call|>[…]`` / ``<tool_call>[…]``, Nemotron ``<TOOLCALL>``, InternLM
     ``<|action_start|><|plugin|>``, Llama 3 ``<|python_tag|>``, LongCat, Command R
@@ -162,13 +208,13 @@ def json_calls(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     carries code); ``[]`` when it is empty, JSON-shaped but not calls, or any element is
     malformed (an empty array is ``[]`` too: markup without a call).
     """
-    text = relaxed_json.strip_fence(body).strip()
+    text = strip_fence(body).strip()
     if not text:
         return []
     if not text.startswith(("{", "[")):
         return None
-    value = _load(text)
-    if value is _FAIL:
+    value = decode(text)
+    if value is NO_VALUE:
         value = _semicolon_objects(text)
         if value is None:
             return []
@@ -182,15 +228,15 @@ def json_lines_or_array(opener: str, body: str, ctx: Context) -> list[ToolCall] 
     an empty body, objects without ``name``) returns ``None``: the text stays. Call objects that
     are malformed (``name`` present, arguments not an object) make the block ``[]``.
     """
-    text = relaxed_json.strip_fence(body).strip()
+    text = strip_fence(body).strip()
     if not text:
         return None
-    value = _load(text)
-    if value is _FAIL:
+    value = decode(text)
+    if value is NO_VALUE:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         if len(lines) < 2 or not all(line.startswith("{") for line in lines):
             return None
-        value = [_load(line) for line in lines]
+        value = [decode(line) for line in lines]
     elif not isinstance(value, list):
         value = [value]
     if not value or not all(isinstance(v, dict) and "name" in v for v in value):
@@ -208,11 +254,11 @@ def wrapped_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     else) naming offered tools — or the result is ``None`` (text kept). ``[]`` only when such
     objects carry arguments that are not an object.
     """
-    text = relaxed_json.strip_fence(body).strip()
+    text = strip_fence(body).strip()
     inner = _INNER_JSON_TAG.fullmatch(text)
     if inner:
-        text = relaxed_json.strip_fence(inner.group(2)).strip()
-    value = _load(text)
+        text = strip_fence(inner.group(2)).strip()
+    value = decode(text)
     values = value if isinstance(value, list) else [value]
     if not values or not all(_is_wrapped_call(v, ctx) for v in values):
         return None
@@ -238,7 +284,7 @@ def bare_json_message(text: str, ctx: Context) -> list[ToolCall] | None:
     stripped = text.strip()
     if not (stripped.startswith("{") and stripped.endswith("}")):
         return None
-    value = _load(stripped)
+    value = decode(stripped)
     if not isinstance(value, dict) or len(value) != 2 or "name" not in value:
         return None
     if not ({"arguments", "parameters"} & value.keys()) or not isinstance(value["name"], str):
@@ -315,8 +361,8 @@ def function_tag(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     if not m:
         return None
     name = m.group("n1") or m.group("n2")
-    text = relaxed_json.strip_fence(body).strip()
-    call = make_call(name, _load(text) if text else {})
+    text = strip_fence(body).strip()
+    call = make_call(name, decode(text) if text else {})
     return [] if call is None else [call]
 
 
@@ -343,9 +389,9 @@ def kimi_k2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return []
     name = m.group("name").removeprefix("functions.")
     text = tail.strip()
-    args = _load(text) if text else {}
+    args = decode(text) if text else {}
     if isinstance(args, str):  # arguments encoded twice: a JSON string holding the object
-        args = _load(args)
+        args = decode(args)
     call = make_call(name, args, call_id)
     return [] if call is None else [call]
 
@@ -360,15 +406,15 @@ def mistral(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """
     text = body.strip()
     if text.startswith(("[", "{")):  # a name never starts so
-        value = _load(text)
-        if value is _FAIL:
+        value = decode(text)
+        if value is NO_VALUE:
             return []
         return _all_calls(value if isinstance(value, list) else [value], keep_id=True)
     m = _MISTRAL_HEAD.match(text)
     if not m:
         return []
     args = text[m.end() :]
-    call = make_call(m.group("name"), _load(args) if args.startswith("{") else None, m.group("id"))
+    call = make_call(m.group("name"), decode(args) if args.startswith("{") else None, m.group("id"))
     return [] if call is None else [call]
 
 
@@ -376,11 +422,11 @@ def apertus(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """Apertus ``[{"NAME": {args}}, …]`` (between ``<|tools_prefix|>`` and ``<|tools_suffix|>``).
 
     Each element is an object with exactly one key, the tool name, whose value is the arguments
-    object (``null`` or ``""`` read as ``{}``, as ``bodies`` does); a single such object without
+    object (``null`` or ``""`` read as ``{}``, as in a call object); a single such object without
     the array is accepted too. Anything else, in any element, is ``[]``.
     """
-    value = _load(body.strip())
-    if value is _FAIL:
+    value = decode(body.strip())
+    if value is NO_VALUE:
         return []
     calls = []
     for element in value if isinstance(value, list) else [value]:
@@ -400,14 +446,9 @@ def named_arguments(name: str, body: str) -> list[ToolCall]:
     (``name`` and ``arguments``/``parameters``/``args``/``input``, no other keys but ``id``/``type``):
     read as one if it names the same tool, ``[]`` if another (which one was meant is not known).
     ``[]`` if the body is not an object."""
-    text = relaxed_json.strip_fence(body).strip()
-    value = _load(text) if text else {}
-    if (
-        isinstance(value, dict)
-        and "name" in value
-        and value.keys() & _CALL_ARGUMENT_KEYS
-        and value.keys() <= _CALL_ARGUMENT_KEYS | {"name", "id", "type"}
-    ):
+    text = strip_fence(body).strip()
+    value = decode(text) if text else {}
+    if isinstance(value, dict) and "name" in value and value.keys() & _ARGUMENT_KEYS and value.keys() <= _CALL_KEYS:
         same = isinstance(value["name"], str) and value["name"].strip() == name.strip()
         call = _object_call(value) if same else None
         return [] if call is None else [call]
@@ -415,7 +456,7 @@ def named_arguments(name: str, body: str) -> list[ToolCall]:
     return [] if call is None else [call]
 
 
-_CALL_ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args", "input"})
+_CALL_KEYS = frozenset({*_ARGUMENT_KEYS, "name", "id", "type"})
 
 
 _NAME_HEAD = re.compile(r"\s*(?P<name>[^\s{}\[\]<>\"'`]+)\s*")
@@ -427,8 +468,8 @@ def name_then_json(opener: str, body: str, ctx: Context) -> list[ToolCall] | Non
     m = _NAME_HEAD.match(body)
     if not m:
         return []
-    text = relaxed_json.strip_fence(body[m.end() :]).strip()
-    call = make_call(m.group("name"), _load(text) if text else {})
+    text = strip_fence(body[m.end() :]).strip()
+    call = make_call(m.group("name"), decode(text) if text else {})
     return [] if call is None else [call]
 
 
@@ -448,7 +489,7 @@ def arrow_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     none. A JSON call object or array (``{"name", "arguments"}``) is read as such. ``None`` (the text
     stays) when the body starts neither way; ``[]`` when it starts so but is malformed (``args => {...}``).
     """
-    text = relaxed_json.strip_fence(body).strip()
+    text = strip_fence(body).strip()
     if not _ARROW.match(text):
         return json_calls(opener, body, ctx) if text.startswith(('{"', "[")) else None
     calls, pos, end = [], 0, len(text)
@@ -482,8 +523,8 @@ def _arrow_args(text: str, pos: int) -> tuple[object, int]:
     inner = _space_end(text, pos + 1)
     if not text.startswith("--", inner):
         end = _object_end(text, pos)
-        value = _load(text[pos:end])
-        if value is _FAIL:
+        value = decode(text[pos:end])
+        if value is NO_VALUE:
             raise ValueError("args is not an object")
         return value, end
     args: dict = {}

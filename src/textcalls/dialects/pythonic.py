@@ -16,6 +16,7 @@ text is kept. No grammar raises for a ``str``.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import itertools
 import keyword
@@ -24,9 +25,9 @@ import tokenize
 import warnings
 from typing import Any
 
-from ..toolcall import ToolCall
+from ..toolcall import ToolCall, make_call
 from .context import Context
-from .jsonlike import json_calls, make_call
+from .jsonlike import json_calls
 
 __all__ = ["builtin_call", "pythonic_lines", "pythonic_list", "pythonic_message"]
 
@@ -129,7 +130,7 @@ def builtin_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     calls = _parse_calls(head + body.strip())
     if calls is None or len(calls) != 1 or not calls[0].name.endswith(".call"):
         return []
-    return [ToolCall(calls[0].name[: -len(".call")], calls[0].arguments)]
+    return [dataclasses.replace(calls[0], name=calls[0].name[: -len(".call")])]
 
 
 def _ast(text: str, mode: str) -> Any:

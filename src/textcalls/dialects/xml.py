@@ -41,13 +41,12 @@ linear time.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import NamedTuple, cast
 
-from .. import relaxed_json
-from ..toolcall import ToolCall
+from ..relaxed_json import NO_VALUE, decode
+from ..toolcall import ToolCall, make_call
 from .context import Context
 
 __all__ = ["dsml", "glm", "minimax_m2", "qwen3_xml", "step3"]
@@ -266,7 +265,7 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     if not name or any(c in "<>{\n" for c in name):
         return []
     if cut < 0:
-        made = _call(name, {})
+        made = make_call(name, {})
         return [] if made is None else [made]
     reader = _Reader(body, _GLM)
     call, _, _ = reader.call(name, 0, cut)
@@ -318,11 +317,8 @@ def dsml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         tool = _attribute_name(call.head)
         if tool is None:
             return []
-        if call.inner.strip():
-            args = _decode(call.inner)
-            made = _call(tool, args) if isinstance(args, dict) else None
-        else:
-            made = _dsml_call(tool, call.params, ctx)
+        inner = call.inner.strip()  # V4: a JSON object of arguments instead of parameter tags
+        made = make_call(tool, decode(call.inner)) if inner else _dsml_call(tool, call.params, ctx)
         if made is None:
             return []
         out.append(made)
@@ -340,13 +336,13 @@ def _dsml_call(tool: str, params: list[_Param], ctx: Context) -> ToolCall | None
         if kind == "true":
             args[name] = param.value
         elif kind == "false":
-            value = _decode(param.value)
-            if value is _UNDECODABLE:
+            value = decode(param.value)
+            if value is NO_VALUE:
                 return None
             args[name] = value
         else:
             args[name] = _typed(ctx, tool, name, _trim(param.value))
-    return _call(tool, args)
+    return make_call(tool, args)
 
 
 def _attribute_calls(calls: list[_Call] | None, ctx: Context) -> list[ToolCall]:
@@ -374,7 +370,7 @@ def _typed_call(tool: str, pairs: list[tuple[str, str]], ctx: Context) -> ToolCa
         if name is None:
             return None
         args[name] = _typed(ctx, tool, name, _trim(raw_value))
-    return _call(tool, args)
+    return make_call(tool, args)
 
 
 def _tag_name(text: str) -> str | None:
@@ -459,27 +455,3 @@ def _typed(ctx: Context, tool: str, param: str, text: str) -> object:
         return ctx.value(tool, param, text)
     except RecursionError:
         return text
-
-
-_UNDECODABLE = object()
-
-
-def _decode(text: str) -> object:
-    """JSON ``text`` (strict, then relaxed), or ``_UNDECODABLE``."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return relaxed_json.loads(text)
-    except ValueError:
-        return _UNDECODABLE
-
-
-def _call(name: str, args: dict) -> ToolCall | None:
-    """The call, or ``None`` when the arguments cannot be JSON (NaN, Infinity, nesting too deep)."""
-    try:
-        arguments = json.dumps(args, ensure_ascii=False, allow_nan=False)
-    except (ValueError, RecursionError):
-        return None
-    return ToolCall(name, arguments)
