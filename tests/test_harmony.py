@@ -288,3 +288,9 @@ def test_twin_agrees_with_harmony_text(data, text, formats):
     c_impl = IMPLS[0].values[0]
     assert feed_in_pieces(c_impl, text, cuts, formats=formats) == feed_in_pieces(_scan_py, text, cuts, formats=formats)
     assert c_impl.hold_from(text, formats=formats) == _scan_py.hold_from(text, formats=formats)
+
+
+def test_a_name_before_a_channel_word_is_stripped(impl, tc):
+    """Stripped-token Harmony: the name ends at the channel word, without the space before it."""
+    text = "commentary to=functions.get commentary<|constrain|>json<|message|>{}"
+    assert [(c.name, c.arguments) for c in tc.parse(text, formats=["harmony_text"]).calls] == [("get", "{}")]

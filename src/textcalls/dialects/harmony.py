@@ -16,7 +16,6 @@ but becomes one without a glued ``json`` or ``commentary`` (``shelljson``; ``get
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from ..relaxed_json import decode
@@ -109,9 +108,4 @@ def _call(name: str | None, args_text: str) -> ToolCall | None:
     """The call of ``name`` with the JSON object in ``args_text`` as its arguments (strict, then the
     conservative repairs; empty is ``{}``), or ``None``."""
     text = args_text.strip()
-    call = make_call(name, decode(text) if text else {})
-    if call is None or name is None or call.name == name:
-        return call
-    # ``_name`` can end in a space (no tools, ``functions.get commentary<|constrain|>``: "get "), which
-    # ``make_call`` strips; the name stays as ``_name`` gives it, as it always has.
-    return dataclasses.replace(call, name=name)
+    return make_call(name, decode(text) if text else {})  # the name stripped: "get " before a channel word
