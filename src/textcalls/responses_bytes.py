@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from ._wire import dumps_compact
 from .openai import check_gate, recover_response
 from .options import options_of
-from .screens import may_contain_markup, may_hold_bare_call
+from .screens import may_contain_markup, may_hold_bare_call, may_mark_name
 
 __all__ = ["recover_response_bytes"]
 
@@ -33,7 +34,7 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if not (
         may_contain_markup(data, formats=opts.formats)
         or opts.reasoning_started
-        or _marked_name(data)
+        or may_mark_name(data)
         or (opts.tools is not None and may_hold_bare_call(data))
     ):
         # no JSON decoding at all
@@ -51,17 +52,3 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if recovered is response:
         return body
     return dumps_compact(recovered)
-
-
-def _marked_name(data: bytes | bytearray) -> bool:
-    """Whether a structured call's name may carry markup (``recover_response`` repairs it): the body
-    has ``tool_calls`` and a ``<``, raw or JSON-escaped."""
-    return b"tool_calls" in data and (b"<" in data or b"\\u003c" in data or b"\\u003C" in data)
-
-
-def dumps_compact(obj) -> bytes:
-    """Compact UTF-8 JSON, as gateways send it."""
-    try:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: keep them escaped
-        return json.dumps(obj, separators=(",", ":")).encode("ascii")

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from ._table import Table, table_for
 
-__all__ = ["Screen", "may_contain_markup", "screen_for"]
+__all__ = ["Screen", "may_contain_markup", "may_hold_bare_call", "may_mark_name", "screen_for"]
 
 FENCE = "`"  # a run of three or more at a line start opens or closes a code fence
 
@@ -88,6 +88,12 @@ _BARE_START = re.compile(
     rb'"content"\s*:\s*"(?:[ \t]|\\[nrt]|\\u00(?:20|09|0[aAdD]))*(?:[{\[`]|\\u00(?:7[bB]|5[bB]|60))'
 )
 _BARE_LINE = re.compile(rb"(?:\\n|\\u000[aA])(?: |\\u0020){0,3}(?:[{\[]|\\u00(?:7[bB]|5[bB]))")
+
+
+def may_mark_name(data: bytes | bytearray) -> bool:
+    """False only when no structured call's name in a raw response body can carry markup (which
+    ``recover_response`` repairs): the body has no ``tool_calls`` or no ``<``, raw or JSON-escaped."""
+    return b"tool_calls" in data and (b"<" in data or b"\\u003c" in data or b"\\u003C" in data)
 
 
 def may_hold_bare_call(data: bytes | bytearray) -> bool:

@@ -12,7 +12,7 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from ._drive import adrive, drive
-from .responses_bytes import dumps_compact
+from ._wire import dumps_compact
 from .stream import ChunkRecovery
 
 __all__ = ["MAX_EVENT", "SSERecovery", "arecover_sse", "recover_sse"]
