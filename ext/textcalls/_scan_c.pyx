@@ -402,6 +402,13 @@ def hold_from(text, *, formats=None):
 
 # -- the stream state machine ---------------------------------------------------------------------
 
+cdef enum Holding:
+    NOT_HOLDING   # nothing: the scanner reads every delta
+    WHOLE_BLANK   # a whole-message format is enabled and the message has been only whitespace so far
+    WHOLE_HELD    # holding a message that may be one whole-message call (json_message …)
+    BARE_LEAD     # with tools: holding the message's start, a possible bare JSON call (_table.BareLead)
+    BARE_TAIL     # with tools: holding a possible bare JSON call from a line start to the end
+
 cdef enum Lexed:
     LX_CLOSE, LX_PROSE, LX_MORE, LX_CAP, LX_END
 
@@ -430,15 +437,18 @@ cdef class StreamScrubber:
     cdef bint _closed
     cdef bint _busy           # a call is running: a second one at the same time raises (_enter)
     cdef Py_ssize_t _pos      # stream offset of _held[0]
-    cdef int _after           # dialect of the block that ended with only whitespace since; -1: none
+    cdef int _after_block     # dialect of the block that ended with only whitespace since; -1: none
     cdef Py_ssize_t _poison_until  # blocks opening before this offset are scanned without JSON-string awareness
     cdef str _opener          # inside a block: the opener's text; None outside
-    cdef int _k               # inside a block: its kind
+    cdef int _kind            # inside a block: its kind (index in the table's blocks)
     cdef bint _json_end
     cdef list _parts
     cdef Py_ssize_t _body_len
-    cdef Py_ssize_t _gopen
-    cdef bint _raw, _poisoned, _in_str, _esc, _lead
+    cdef Py_ssize_t _opened_at  # inside a block: the stream offset of its opener
+    cdef bint _before_json    # inside a block: its JSON value (the first `{`, or a leading `[`) has not begun
+    cdef bint _poisoned       # inside a block: scanned without JSON-string awareness (see _poison_until)
+    cdef bint _in_str, _esc   # inside a block's JSON: in a string, right after a backslash in one
+    cdef bint _at_start       # inside a block: no non-blank character of its body seen yet
     cdef Py_ssize_t _depth
     cdef bint _reasoning      # inside a reasoning span
     cdef object _thought      # _reasoning.Reasoning: the text not yet taken, the blocks of spans until decided
@@ -446,12 +456,11 @@ cdef class StreamScrubber:
     cdef bint _fences         # markup inside a markdown code fence (in content) is text
     cdef bint _fence          # inside a fence
     cdef Py_ssize_t _line     # the current content line's leading spaces (0-3) if it has had nothing else, else -1
-    # _whole, a held message start or end: 0 none; whole-message formats: 1 only whitespace so far,
-    # 2 holding a possible call; with tools: 3 a leading, 4 a trailing bare JSON candidate (BareLead)
-    cdef int _whole
+    # _holding: what the scrubber holds at a message's start or end (see Holding)
+    cdef Holding _holding
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
-    cdef object _bare         # with tools: _table.BareLead while a bare JSON call's candidate is held (_whole 3, 4)
+    cdef object _bare         # with tools: the _table.BareLead of a held candidate (BARE_LEAD, BARE_TAIL)
     cdef bint _trail          # with tools: content that ends with bare JSON calls from a line start is read
     cdef bint _lines          # _line is followed (code fences, or _trail)
     cdef Py_ssize_t _bare_stop  # no bare-call candidate starts before this offset (an earlier one read there)
@@ -479,18 +488,18 @@ cdef class StreamScrubber:
         self._held = ""
         self._closed = False
         self._pos = 0
-        self._after = -1
+        self._after_block = -1
         self._poison_until = 0
         self._opener = None
         self._parts = []
-        self._whole = 1 if self._spec.table.whole else 0
+        self._holding = WHOLE_BLANK if self._spec.table.whole else NOT_HOLDING
         self._whole_parts = []
         self._whole_len = 0
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
         self._bare = None
-        if self._ctx.has_tools and not self._whole and not reasoning_started:
+        if self._ctx.has_tools and not self._holding and not reasoning_started:
             self._bare = BareLead(self._ctx, max_block)
-            self._whole = 3
+            self._holding = BARE_LEAD
         # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
         self._trail = self._ctx.has_tools
         self._bare_stop = 0
@@ -549,8 +558,8 @@ cdef class StreamScrubber:
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
-        if self._whole:
-            return self._feed_whole(delta)
+        if self._holding:
+            return self._feed_held(delta)
         if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 and not self._reasoning:
             n = PyUnicode_GET_LENGTH(delta)
             kind = PyUnicode_KIND(delta)
@@ -559,8 +568,8 @@ cdef class StreamScrubber:
                     self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
                     self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n) and not (
                     self._trail and (_find(kind, data, 0, n, 0x7B) >= 0 or _find(kind, data, 0, n, 0x5B) >= 0)):
-                if self._after >= 0 and not _all_ws(delta):
-                    self._after = -1
+                if self._after_block >= 0 and not _all_ws(delta):
+                    self._after_block = -1
                 if self._lines:
                     self._line = _line_after(self._line, kind, data, 0, n)
                 self._pos += n
@@ -570,11 +579,11 @@ cdef class StreamScrubber:
     cdef str _flush(self):
         if self._closed:
             return ""
-        if self._whole == 3 or self._whole == 4:  # a held bare call's candidate: calls, or text
+        if self._holding == BARE_LEAD or self._holding == BARE_TAIL:  # a held bare call's candidate: calls, or text
             return self._bare_done(self._bare.finish()) + self._flush()
-        if self._whole:
-            text, holding = "".join(self._whole_parts), self._whole == 2
-            self._whole, self._whole_parts = 0, []
+        if self._holding:
+            text, holding = "".join(self._whole_parts), self._holding == WHOLE_HELD
+            self._holding, self._whole_parts = NOT_HOLDING, []
             calls = read_whole(self._spec.table, text, self._ctx) if holding else None
             if calls:
                 self.calls.extend(calls)
@@ -590,26 +599,26 @@ cdef class StreamScrubber:
         self._take(self._thought.end())
         return out
 
-    cdef str _feed_whole(self, str delta):
+    cdef str _feed_held(self, str delta):
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
         characters; anything else goes on to the scanner."""
         cdef str start, text
         cdef Py_ssize_t r
-        if self._whole == 4:  # a candidate bare call at a line start
+        if self._holding == BARE_TAIL:  # a candidate bare call at a line start
             r = self._bare.read(delta, 0)
             if r < 0:
                 return ""
             text = self._bare.held() + delta
-            self._whole, self._bare = 0, None
+            self._holding, self._bare = NOT_HOLDING, None
             self._bare_stop = self._pos + r
             return self._run(text, False)
-        if self._whole == 3:
+        if self._holding == BARE_LEAD:
             blank = self._bare.lead(delta)
             shown = ""
             if blank:  # blanks before the message's first character are shown at once, never held
-                self._whole = 0
+                self._holding = NOT_HOLDING
                 shown = self._feed(delta[:blank])
-                self._whole = 3
+                self._holding = BARE_LEAD
                 delta = delta[blank:]
                 if not delta:
                     return shown
@@ -617,21 +626,21 @@ cdef class StreamScrubber:
             return shown if decided is None else shown + self._bare_done(decided)
         self._whole_parts.append(delta)
         self._whole_len += PyUnicode_GET_LENGTH(delta)
-        if self._whole == 1:
+        if self._holding == WHOLE_BLANK:
             start = delta.lstrip(WHITESPACE)
             if not start:
                 return ""
-            self._whole = 2 if start[0] in self._spec.table.whole_starts else 0
-        if self._whole == 2 and self._whole_len <= self.max_block:
+            self._holding = WHOLE_HELD if start[0] in self._spec.table.whole_starts else NOT_HOLDING
+        if self._holding == WHOLE_HELD and self._whole_len <= self.max_block:
             return ""
         text = "".join(self._whole_parts)
-        self._whole, self._whole_parts = 0, []
+        self._holding, self._whole_parts = NOT_HOLDING, []
         return self._feed(text)
 
     cdef str _bare_done(self, decided):
         """A bare call's candidate decided: its calls taken, the text after it (or all, if not a call) scanned."""
         calls, text, consumed = decided
-        self._whole, self._bare = 0, None
+        self._holding, self._bare = NOT_HOLDING, None
         if calls:
             self._take_bare(calls)
             self._pos += consumed
@@ -654,7 +663,7 @@ cdef class StreamScrubber:
         r = reader.read(s, i)
         if r < 0:
             if not final:
-                self._bare, self._whole = reader, 4
+                self._bare, self._holding = reader, BARE_TAIL
                 self._held, self._pos = "", base + i
                 return -1
             calls, _, r = reader.finish()
@@ -676,8 +685,8 @@ cdef class StreamScrubber:
                 self._reasoning_out.append(text)
             else:
                 self._thought.text(text)
-            if self._after >= 0 and not _all_ws(text):
-                self._after = -1
+            if self._after_block >= 0 and not _all_ws(text):
+                self._after_block = -1
         return 0
 
     cdef int _take(self, list blocks) except -1:
@@ -703,7 +712,7 @@ cdef class StreamScrubber:
                     self._memo_s = None
                     return "".join(out)
                 if kind == LX_CLOSE:
-                    end = q + self._spec.closers[self._k].n
+                    end = q + self._spec.closers[self._kind].n
                     self._finish("".join(self._parts) + s[p:q], out, s[q:end])
                     p = end
                     continue
@@ -714,13 +723,13 @@ cdef class StreamScrubber:
                     continue
                 # No closer outside a JSON string within the cap: the first raw closer ends the block.
                 body = "".join(self._parts) + s[p:]
-                gbody = self._gopen + PyUnicode_GET_LENGTH(self._opener)
+                gbody = self._opened_at + PyUnicode_GET_LENGTH(self._opener)
                 self._poison_until = max(self._poison_until, NEVER if kind == LX_END else gbody + self.max_block + 1)
-                closer = self._spec.table.blocks[self._k].closer or ""
+                closer = self._spec.table.blocks[self._kind].closer or ""
                 c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
                 calls = None
                 if c < 0 and kind == LX_END:  # the message ended inside the block: a call if complete
-                    calls = read_unterminated(self._spec.table, self._k, self._opener, body, self._ctx)
+                    calls = read_unterminated(self._spec.table, self._kind, self._opener, body, self._ctx)
                 if c >= 0:
                     self._finish(body[:c], out, closer)
                     s, base = body[c + len(closer):], gbody + c + len(closer)
@@ -729,7 +738,7 @@ cdef class StreamScrubber:
                     s, base = "", gbody + PyUnicode_GET_LENGTH(body)
                 else:
                     self._emit(out, self._opener[:1])
-                    s, base = self._opener[1:] + body, self._gopen + 1
+                    s, base = self._opener[1:] + body, self._opened_at + 1
                     self._opener = None
                 p = 0
                 continue
@@ -818,7 +827,7 @@ cdef class StreamScrubber:
             if cand == C_MARKER:
                 self._emit(out, s[p:i])
                 self.removed += 1
-                self._after = -1
+                self._after_block = -1
                 self._line = -1
                 if self._spec.marker_reasoning[a] < 0 and self._reasoning:
                     self._thought.close_span()
@@ -952,7 +961,7 @@ cdef class StreamScrubber:
                     return C_MARKER
                 if hold_any and not final:
                     return C_HOLD
-            elif self._after == en.dialect and _all_ws(s[p:i]):
+            elif self._after_block == en.dialect and _all_ws(s[p:i]):
                 a[0] = en.k
                 b[0] = j
                 return C_MARKER
@@ -960,32 +969,32 @@ cdef class StreamScrubber:
 
     cdef void _open_block(self, int k, str opener, Py_ssize_t gopen):
         self._opener = opener
-        self._k = k
+        self._kind = k
         self._json_end = self._spec.json_end[k]
         self._parts = []
         self._body_len = 0
-        self._gopen = gopen
+        self._opened_at = gopen
         self._poisoned = gopen < self._poison_until or not self._spec.json_strings[k]
-        self._raw = True
+        self._before_json = True
         self._in_str = False
         self._esc = False
         self._depth = 0
-        self._lead = True
+        self._at_start = True
 
     cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
         if calls is None:
-            calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
+            calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
             self._thought.block(self._opener + body + closer, calls)
-            self._after = self._spec.block_dialect[self._k]
+            self._after_block = self._spec.block_dialect[self._kind]
         else:
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
-            self._after = self._spec.block_dialect[self._k]
+            self._after_block = self._spec.block_dialect[self._kind]
             self._line = -1
         self._opener = None
         return 0
@@ -997,9 +1006,9 @@ cdef class StreamScrubber:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
         cdef Py_ssize_t limit = p + (self.max_block - self._body_len) + 1
         cdef Py_ssize_t end = min(n, limit)
-        cdef const Lit* closer = &self._spec.closers[self._k]
+        cdef const Lit* closer = &self._spec.closers[self._kind]
         cdef _CSpec spec = self._spec
-        cdef int own = spec.block_entry[self._k]  # meeting its own opener again ends a block too
+        cdef int own = spec.block_entry[self._kind]  # meeting its own opener again ends a block too
         cdef Py_UCS4 c
         cdef int r
         cdef bint lead
@@ -1035,16 +1044,16 @@ cdef class StreamScrubber:
                 if r == -1:
                     out[0] = p
                     return LX_MORE
-            lead = self._lead and not _ws(c)  # the body's first non-blank character
+            lead = self._at_start and not _ws(c)  # the body's first non-blank character
             if lead:
-                self._lead = False
-                if spec.has_starts[self._k] and not (c < 128 and spec.starts[self._k * 128 + <int>c]):
+                self._at_start = False
+                if spec.has_starts[self._kind] and not (c < 128 and spec.starts[self._kind * 128 + <int>c]):
                     out[0] = p
                     return LX_PROSE
             if self._json_end:
-                if self._raw:
+                if self._before_json:
                     if c == 0x7B or (c == 0x5B and lead):  # '{', or '[' first
-                        self._raw = False
+                        self._before_json = False
                         self._depth = 1
                 elif c == 0x7B or c == 0x5B:
                     self._depth += 1
@@ -1055,9 +1064,9 @@ cdef class StreamScrubber:
                         return LX_CLOSE
                 elif c == 0x22:
                     self._in_str = True
-            elif c == 0x7B and self._raw and not self._poisoned:  # '{'
-                self._raw = False
-            elif c == 0x22 and not self._raw:
+            elif c == 0x7B and self._before_json and not self._poisoned:  # '{'
+                self._before_json = False
+            elif c == 0x22 and not self._before_json:
                 self._in_str = True
             p += 1
         if p >= limit:

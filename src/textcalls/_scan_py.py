@@ -29,6 +29,13 @@ from .toolcall import ToolCall
 
 __all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
 
+# what the scrubber holds at a message's start or end (``_holding``), as in the Cython scanner's Holding
+NOT_HOLDING = 0  # nothing: the scanner reads every delta
+WHOLE_BLANK = 1  # a whole-message format is enabled and the message has been only whitespace so far
+WHOLE_HELD = 2  # holding a message that may be one whole-message call (json_message …)
+BARE_LEAD = 3  # with tools: holding the message's start, a possible bare JSON call (_table.BareLead)
+BARE_TAIL = 4  # with tools: holding a possible bare JSON call from a line start to the end
+
 _STRING_STOP = re.compile(r'["\\]')
 _NEVER = 1 << 62  # "poisoned until the end of the stream"
 
@@ -181,22 +188,22 @@ class StreamScrubber:
         "_held",
         "_closed",
         "_pos",
-        "_after",
+        "_after_block",
         "_poison_until",
         "_opener",
-        "_k",
+        "_kind",
         "_closer",
         "_json_end",
         "_parts",
         "_body_len",
-        "_gopen",
-        "_raw",
+        "_opened_at",
+        "_before_json",
         "_poisoned",
         "_in_str",
         "_esc",
         "_depth",
-        "_lead",
-        "_whole",
+        "_at_start",
+        "_holding",
         "_whole_parts",
         "_whole_len",
         "_bare",
@@ -232,31 +239,30 @@ class StreamScrubber:
         self._closed = False
         self._busy = threading.Lock()  # held while a call runs: a second one at the same time raises (_enter)
         self._pos = 0  # stream offset of _held[0]
-        self._after = None  # dialect of the block that ended with only whitespace since
+        self._after_block = None  # dialect of the block that ended with only whitespace since
         self._poison_until = 0  # blocks opening before this offset are scanned without JSON-string awareness
         self._opener: str | None = None  # inside a block: the opener's text; None outside
-        self._k = 0  # inside a block: its kind (index in the table's blocks)
-        self._closer = ""
-        self._json_end = False
-        self._parts: list = []
+        self._kind = 0  # inside a block: its kind (index in the table's blocks)
+        self._closer = ""  # inside a block: its closer ("" for one that ends with its JSON value)
+        self._json_end = False  # inside a block: it ends where its JSON value ends
+        self._parts: list = []  # inside a block: its body so far
         self._body_len = 0
-        self._gopen = 0
-        self._raw = True
-        self._poisoned = False
-        self._in_str = False
-        self._esc = False
-        self._depth = 0
-        self._lead = True
-        # a held message start or end: 0 none; whole-message formats: 1 only whitespace so far, 2 holding a
-        # message that may be one call; with tools: 3 a leading, 4 a trailing bare JSON candidate (BareLead)
-        self._whole = 1 if self._spec.table.whole else 0
+        self._opened_at = 0  # inside a block: the stream offset of its opener
+        self._before_json = True  # inside a block: its JSON value (the first `{`, or a leading `[`) has not begun
+        self._poisoned = False  # inside a block: scanned without JSON-string awareness (see _poison_until)
+        self._in_str = False  # inside a block's JSON: in a string
+        self._esc = False  # ... right after a backslash in one
+        self._depth = 0  # inside a block that ends with its JSON value: the bracket depth
+        self._at_start = True  # inside a block: no non-blank character of its body seen yet
+        # what is held at a message's start or end (NOT_HOLDING, WHOLE_BLANK, WHOLE_HELD, BARE_LEAD, BARE_TAIL)
+        self._holding = WHOLE_BLANK if self._spec.table.whole else NOT_HOLDING
         self._whole_parts: list = []
         self._whole_len = 0
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
         self._bare: BareLead | None = None
-        if self._ctx.has_tools and not self._whole and not reasoning_started:
+        if self._ctx.has_tools and not self._holding and not reasoning_started:
             self._bare = BareLead(self._ctx, max_block)
-            self._whole = 3
+            self._holding = BARE_LEAD
         # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
         self._trail = self._ctx.has_tools
         self._firsts = self._spec.first_chars + ("{", "[") if self._trail else self._spec.first_chars
@@ -308,8 +314,8 @@ class StreamScrubber:
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
-        if self._whole:
-            return self._feed_whole(delta)
+        if self._holding:
+            return self._feed_held(delta)
         if (
             not self._held
             and self._opener is None
@@ -318,8 +324,8 @@ class StreamScrubber:
             and not (self._fences and "`" in delta)
             and not (self._spec.table.anchored and word_tail(self._spec.table, delta, 0) < len(delta))
         ):
-            if self._after is not None and not _all_ws(delta):
-                self._after = None
+            if self._after_block is not None and not _all_ws(delta):
+                self._after_block = None
             if self._lines:
                 self._line = _line_after(self._line, delta)
             self._pos += len(delta)
@@ -329,12 +335,12 @@ class StreamScrubber:
     def _flush(self) -> str:
         if self._closed:
             return ""
-        if self._whole in (3, 4):  # a held bare call's candidate: calls, or text
-            assert self._bare is not None  # _whole 3 and 4 hold one
+        if self._holding in (BARE_LEAD, BARE_TAIL):  # a held bare call's candidate: calls, or text
+            assert self._bare is not None  # BARE_LEAD and BARE_TAIL hold one
             return self._bare_done(self._bare.finish()) + self._flush()
-        if self._whole:
-            text, holding = "".join(self._whole_parts), self._whole == 2
-            self._whole, self._whole_parts = 0, []
+        if self._holding:
+            text, holding = "".join(self._whole_parts), self._holding == WHOLE_HELD
+            self._holding, self._whole_parts = NOT_HOLDING, []
             calls = read_whole(self._spec.table, text, self._ctx) if holding else None
             if calls:
                 self.calls.extend(calls)
@@ -350,26 +356,26 @@ class StreamScrubber:
         self._take(self._thought.end())
         return out
 
-    def _feed_whole(self, delta: str) -> str:
+    def _feed_held(self, delta: str) -> str:
         """Hold a message that may be only a call (whole-message formats) — at most ``max_block``
         characters; anything else goes on to the scanner."""
-        if self._whole == 4:  # a candidate bare call at a line start
+        if self._holding == BARE_TAIL:  # a candidate bare call at a line start
             assert self._bare is not None
             r = self._bare.read(delta, 0)
             if r < 0:
                 return ""
             text = self._bare.held() + delta
-            self._whole, self._bare = 0, None
+            self._holding, self._bare = NOT_HOLDING, None
             self._bare_stop = self._pos + r
             return self._run(text, False)
-        if self._whole == 3:
+        if self._holding == BARE_LEAD:
             assert self._bare is not None
             blank = self._bare.lead(delta)
             shown = ""
             if blank:  # blanks before the message's first character are shown at once, never held
-                self._whole = 0
+                self._holding = NOT_HOLDING
                 shown = self._feed(delta[:blank])
-                self._whole = 3
+                self._holding = BARE_LEAD
                 delta = delta[blank:]
                 if not delta:
                     return shown
@@ -377,21 +383,21 @@ class StreamScrubber:
             return shown if decided is None else shown + self._bare_done(decided)
         self._whole_parts.append(delta)
         self._whole_len += len(delta)
-        if self._whole == 1:
+        if self._holding == WHOLE_BLANK:
             start = delta.lstrip(WHITESPACE)
             if not start:
                 return ""
-            self._whole = 2 if start[0] in self._spec.table.whole_starts else 0
-        if self._whole == 2 and self._whole_len <= self.max_block:
+            self._holding = WHOLE_HELD if start[0] in self._spec.table.whole_starts else NOT_HOLDING
+        if self._holding == WHOLE_HELD and self._whole_len <= self.max_block:
             return ""
         text = "".join(self._whole_parts)
-        self._whole, self._whole_parts = 0, []
+        self._holding, self._whole_parts = NOT_HOLDING, []
         return self._feed(text)
 
     def _bare_done(self, decided) -> str:
         """A bare call's candidate decided: its calls taken, the text after it (or all, if not a call) scanned."""
         calls, text, consumed = decided
-        self._whole, self._bare = 0, None
+        self._holding, self._bare = NOT_HOLDING, None
         if calls:
             self._take_bare(calls)
             self._pos += consumed
@@ -412,7 +418,7 @@ class StreamScrubber:
         r = reader.read(s, i)
         if r < 0:
             if not final:
-                self._bare, self._whole = reader, 4
+                self._bare, self._holding = reader, BARE_TAIL
                 self._held, self._pos = "", base + i
                 return -1
             calls, _, r = reader.finish()
@@ -435,8 +441,8 @@ class StreamScrubber:
                 self._reasoning_out.append(text)
             else:
                 self._thought.text(text)
-            if self._after is not None and not _all_ws(text):
-                self._after = None
+            if self._after_block is not None and not _all_ws(text):
+                self._after_block = None
 
     def _take(self, blocks: list[list[ToolCall]]) -> None:
         """Take the call lists of blocks the reasoning decided were meant."""
@@ -469,13 +475,13 @@ class StreamScrubber:
                     continue
                 # No closer outside a JSON string within the cap: the first raw closer ends the block.
                 body = "".join(self._parts) + s[p:]
-                gbody = self._gopen + len(self._opener)
+                gbody = self._opened_at + len(self._opener)
                 self._poison_until = max(self._poison_until, _NEVER if kind == "end" else gbody + self.max_block + 1)
                 closer = self._closer
                 c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
                 calls = None
                 if c < 0 and kind == "end":  # the message ended inside the block: a call if complete
-                    calls = read_unterminated(self._spec.table, self._k, self._opener, body, self._ctx)
+                    calls = read_unterminated(self._spec.table, self._kind, self._opener, body, self._ctx)
                 if c >= 0:
                     self._finish(body[:c], out, closer)
                     s, base = body[c + len(closer) :], gbody + c + len(closer)
@@ -484,7 +490,7 @@ class StreamScrubber:
                     s, base = "", gbody + len(body)
                 else:
                     self._emit(out, self._opener[0])
-                    s, base = self._opener[1:] + body, self._gopen + 1
+                    s, base = self._opener[1:] + body, self._opened_at + 1
                     self._opener = None
                 p = 0
                 continue
@@ -540,7 +546,7 @@ class StreamScrubber:
             if kind == "marker":
                 self._emit(out, s[p:i])
                 self.removed += 1
-                self._after = None
+                self._after_block = None
                 self._line = -1
                 switch = self._spec.table.markers[a].reasoning
                 if switch < 0 and self._reasoning:
@@ -630,42 +636,42 @@ class StreamScrubber:
                     return ("marker", k, j)
                 if -1 in found and not final:
                     return hold
-            elif self._after == marker.dialect and _all_ws(s[p:i]):
+            elif self._after_block == marker.dialect and _all_ws(s[p:i]):
                 return ("marker", k, j)
         return ("prose", i + 1, 0)
 
     def _open_block(self, k: int, opener: str, gopen: int) -> None:
         block = self._spec.table.blocks[k]
         self._opener = opener
-        self._k = k
+        self._kind = k
         self._closer = block.closer or ""
         self._json_end = block.closer is None
         self._parts = []
         self._body_len = 0
-        self._gopen = gopen
+        self._opened_at = gopen
         self._poisoned = gopen < self._poison_until or not block.json_strings
-        self._raw = True
+        self._before_json = True
         self._in_str = False
         self._esc = False
         self._depth = 0
-        self._lead = True
+        self._at_start = True
 
     def _finish(self, body: str, out: list, closer: str, calls=None) -> None:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
         assert self._opener is not None  # a block is open
-        block = self._spec.table.blocks[self._k]
+        block = self._spec.table.blocks[self._kind]
         if calls is None:
-            calls = read_block(self._spec.table, self._k, self._opener, body, self._ctx, self._unknown)
+            calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
             self._thought.block(self._opener + body + closer, calls)
-            self._after = block.dialect
+            self._after_block = block.dialect
         else:
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
-            self._after = block.dialect
+            self._after_block = block.dialect
             self._line = -1
         self._opener = None
 
@@ -676,7 +682,7 @@ class StreamScrubber:
         end = min(n, limit)
         closer = self._closer
         spec = self._spec
-        block = spec.table.blocks[self._k]
+        block = spec.table.blocks[self._kind]
         own = (block.opener, block.delimiters)  # meeting its own opener again ends a block too
         if self._esc and p < end:
             p += 1
@@ -710,15 +716,15 @@ class StreamScrubber:
                     return ("prose", p)
                 if o == -1:
                     return ("more", p)
-            lead = self._lead and c not in WHITESPACE  # the body's first non-blank character
+            lead = self._at_start and c not in WHITESPACE  # the body's first non-blank character
             if lead:
-                self._lead = False
+                self._at_start = False
                 if block.starts is not None and c not in block.starts:
                     return ("prose", p)
             if self._json_end:
-                if self._raw:
+                if self._before_json:
                     if c == "{" or (c == "[" and lead):
-                        self._raw = False
+                        self._before_json = False
                         self._depth = 1
                 elif c in "{[":
                     self._depth += 1
@@ -728,9 +734,9 @@ class StreamScrubber:
                         return ("close", p + 1)
                 elif c == '"':
                     self._in_str = True
-            elif c == "{" and self._raw and not self._poisoned:
-                self._raw = False
-            elif c == '"' and not self._raw:
+            elif c == "{" and self._before_json and not self._poisoned:
+                self._before_json = False
+            elif c == '"' and not self._before_json:
                 self._in_str = True
             p += 1
         if p >= limit:
