@@ -1,10 +1,13 @@
 """Bounded differential fuzzing of every layer, Cython against the twin and each layer against ``parse``.
 
 Random texts are built from the whole table (every opener, closer and marker literal and proper prefixes
-of them), tag openers with attribute text, code-fence runs, valid and broken call bodies of every grammar,
-``<think>`` spans, Harmony tokens, prose, CR/CRLF, non-ASCII and lone surrogates; random option sets
-cover ``formats``, ``max_block``, ``tools``, ``unknown_tools``, ``calls_in_reasoning``, ``code_fences`` (and
-``reasoning_started`` where the scrubber has it).
+of them), tag openers with attribute text, code-fence runs (three or more backticks, or two, at line starts
+after 0-3 or 4 spaces, and ``~~~``, which is no fence), markup inside fences, valid and broken call bodies
+of every grammar, ``<think>`` spans ending in calls or not, bare JSON calls of offered tools at a message's
+start (alone, or in one fence) and end, Harmony tokens, prose, CR/CRLF, non-ASCII and lone surrogates;
+random option sets cover ``formats`` (``None``, the defaults, opt-in formats, random subsets, none),
+``max_block``, ``tools`` (none offered, tools with and without schemas), ``unknown_tools``,
+``calls_in_reasoning``, ``code_fences`` and ``reasoning_started`` (each value given, or the option left out).
 Three layers are compared, each on both implementations (``textcalls._scan.impl`` switched):
 
 - ``StreamScrubber``: per-feed output, reasoning and call counts identical between Cython and the twin for
@@ -15,6 +18,7 @@ Three layers are compared, each on both implementations (``textcalls._scan.impl`
   ``finish_reason`` is ``"tool_calls"`` iff calls were recovered, ``reasoning_content`` concatenates to
   what the scrubber moved out; Cython and twin give the same chunks (call ids masked); a chunk that needs
   no change (by a reference scrubber fed the same deltas) comes back as the very same object, and only then.
+  The same texts as whole responses: ``recover_response`` and ``recover_response_bytes`` agree with ``parse``.
 - ``SSERecovery``: the same chunk stream as SSE bytes (LF/CRLF, comments, escaped forms, ``[DONE]``) fed in
   random byte splits, 1-byte splits and splits inside UTF-8 sequences: the same bytes for every split and
   for both implementations (call ids masked), and the events decode to layer 2's chunks.
@@ -45,6 +49,7 @@ import pytest
 from textcalls import _scan, _scan_py, _table
 from textcalls.markers import ATTR_MAX, BLOCKS, DIALECTS, MARKERS
 from textcalls.openai import recover_response
+from textcalls.options import Options
 from textcalls.parse import parse
 from textcalls.responses_bytes import recover_response_bytes
 from textcalls.screens import may_hold_bare_call
@@ -490,14 +495,152 @@ def tag(g: G) -> str:
 
 
 def fence(g: G) -> str:
+    """A backtick run, mostly at a line start (0-3 spaces: a fence if 3 or more; 4: not); ``~~~`` is no fence."""
     if g.chance(0.2):
-        return g.pick(["x ``` y", " ```", "a```b", "``", "`"])
+        return g.pick(["x ``` y", " ```", "a```b", "``", "`", "~~~", "\n~~~json\n"])
     return (
         g.pick(["\n", "", "\r\n"])
         + " " * g.pick([0, 0, 1, 2, 3, 4])
         + "`" * g.pick([3, 3, 3, 4, 2, 5])
         + g.pick(["", "", "json", "xml", "py"])
         + g.pick(["\n", "\n", "", "\r\n", " "])
+    )
+
+
+def call_block(g: G, opts: dict) -> str:
+    """A whole block of a dialect the case enables (of any dialect if it enables none)."""
+    formats = opts.get("formats")
+    on = [b for b in BLOCKS if (DIALECTS[b.dialect] if formats is None else b.dialect in formats)]
+    if any(b.dialect == "hermes" for b in on) and g.chance(0.35):  # the commonest markup, mostly well formed
+        return "<tool_call>" + g.pick(["", "\n"]) + bare_call(g, opts) + g.pick(["", "\n"]) + "</tool_call>"
+    return block_of(g, g.pick(on or BLOCKS), wrap=True)
+
+
+def bare_call(g: G, opts: dict) -> str:
+    """JSON calls as written without markup, in the shapes a bare call may take (README, "Bare JSON calls"):
+    ``{"name", "arguments"|"parameters"}`` with ``type``/``id`` or OpenAI's ``{"type", "function"}``, one, an
+    array or ``;``-separated; mostly of an offered tool, sometimes of another or with a key no call has."""
+    offered = [t["function"]["name"] for t in opts.get("tools") or []]
+
+    def one() -> str:
+        name = g.pick(offered) if offered and g.chance(0.85) else g.pick(NAMES)
+        args = _args(g) if g.chance(0.75) else g.pick([None, "", json.dumps(_args(g))])
+        r = g.rng.random()
+        if r < 0.55:
+            obj = {"name": name, g.pick(["arguments", "arguments", "parameters"]): args}
+        elif r < 0.7:
+            obj = {"type": "function", "id": "call_1", "name": name, "arguments": args}
+            obj = dict(g.rng.sample(sorted(obj.items()), len(obj))) if g.chance(0.5) else obj
+        elif r < 0.9:
+            fn = {"name": name, "arguments": args if g.chance(0.3) else json.dumps(args)}
+            obj = {"type": "function", "function": fn, **({"id": "call_2"} if g.chance(0.3) else {})}
+        else:
+            obj = {"name": name, "arguments": args, g.pick(["queries", "args", "content"]): 1}  # not a call
+        return _dumps(g, obj)
+
+    r = g.rng.random()
+    if r < 0.6:
+        return one()
+    if r < 0.85:
+        return "[" + g.pick([", ", ",", ",\n "]).join(one() for _ in range(g.rng.randint(1, 3))) + "]"
+    return g.pick(["; ", ";", ";\n", "\n"]).join(one() for _ in range(2))
+
+
+def prose(g: G, n: int) -> str:
+    """Mostly prose, as real streams are: markup now and then."""
+    parts = []
+    for _ in range(n):
+        r = g.rng.random()
+        parts.append(
+            g.pick(PROSE)
+            if r < 0.6
+            else g.pick(["\n", "\n\n", " ", "\r\n"])
+            if r < 0.75
+            else fence(g)
+            if r < 0.83
+            else piece(g)
+        )
+    return "".join(parts)
+
+
+def bare_text(g: G, opts: dict) -> str:
+    """A message (for a case with tools) that starts or ends with bare JSON calls, or nearly does."""
+    calls = bare_call(g, opts)
+    r = g.rng.random()
+    if r < 0.4:  # the leading part: the calls, spaces, then maybe content from a line break on
+        rest = g.pick(["", "", " ", "\t", " x", ", then"]) + g.pick(["", "\n", "\r\n", "\n\n"])
+        if rest.endswith("\n") and g.chance(0.7):
+            rest += prose(g, g.pick([2, 6])) + (call_block(g, opts) if g.chance(0.3) else "")
+        return g.pick(["", "", " ", "\n", "\n \n"]) + calls + rest
+    if r < 0.55:  # a single markdown fence, the whole message (or not quite)
+        run = g.pick(["```", "```", "````", "~~~"])
+        return (
+            g.pick(["", "", "\n", "  "])
+            + run
+            + g.pick(["json", "", "json ", "python"])
+            + g.pick(["\n", "\r\n"])
+            + calls
+            + g.pick(["\n", "\n", ""])
+            + g.pick([run, run, "```", "````", "``", "   " + run])
+            + g.pick(["", "", "\n", " ", "\nmore"])
+        )
+    # the trailing part: content, then the calls from a line start (at most 3 spaces), whitespace to the end
+    before = g.pick(["Let me check.", "", "<think>plan</think>", "x ```"]) if g.chance(0.5) else prose(g, 6)
+    if g.chance(0.2):
+        before += call_block(g, opts)
+    return (
+        before
+        + g.pick(["\n", "\n", "\n\n", "\r\n", "\r", " ", "\n   ", "\n    ", "\n```\n"])
+        + calls
+        + g.pick(["", "", "\n", "  \n", " x", "\nmore", "\n" + bare_call(g, opts), ";" + bare_call(g, opts)])
+    )
+
+
+def reasoning_text(g: G, opts: dict) -> str:
+    """A reasoning span with calls in it, where ``calls_in_reasoning`` decides: calls that end the span (taken
+    with ``auto``), a call followed by more reasoning (a rehearsal), a span never closed; then content
+    with or without a call of its own (which makes the span's calls rehearsals)."""
+    opened = "" if opts.get("reasoning_started") and g.chance(0.7) else g.pick(["<think>", "<think>\n"])
+    span = g.pick(["", "Let me think.", "plan: call f"]) + g.pick(["", " ", "\n"]) + call_block(g, opts)
+    span += g.pick(["", "", "\n", "\n\n", " then more thought", "\n" + call_block(g, opts)])
+    closed = g.pick(["</think>", "</think>", "\n</think>\n\n", "</think>\n", ""])  # "": never closed
+    after = g.pick(
+        [
+            "",
+            "",
+            prose(g, 4),
+            call_block(g, opts),
+            "Calling it. " + call_block(g, opts),
+            "\n" + bare_call(g, opts),
+            "<think>more" + g.pick(["", "</think>"]),
+        ]
+    )
+    return opened + span + closed + after
+
+
+def fenced_text(g: G, opts: dict) -> str:
+    """Markup inside a code fence (text with ``code_fences``, calls without): mostly a fence that opens and
+    closes at line starts after 0-3 spaces, else one shifted by 4 spaces, after a lone CR or mid-line,
+    runs longer or shorter than the opening one, ``~~~`` (no fence), a fence never closed."""
+    plain = g.chance(0.6)
+    run = g.pick(["```", "```", "````"]) if plain else g.pick(["```", "````", "`````", "~~~", "``"])
+    inside = g.pick([call_block(g, opts), call_block(g, opts), piece(g), bare_call(g, opts), "<think>x</think>"])
+    indent = [0, 0, 0, 1, 2, 3] + ([] if plain else [4])
+    if plain:
+        close = " " * g.pick(indent) + g.pick([run, run, run + "`"])
+    else:
+        close = g.pick([run, "```", "````", "``", "~~~", "    ```", " " * g.rng.randint(1, 3) + run, ""])
+    return (
+        g.pick(["", "Example:", prose(g, 3)])
+        + (g.pick(["\n", "\n\n", "\r\n"]) if plain else g.pick(["\n", "", "\r\n", "\r", " "]))
+        + " " * g.pick(indent)
+        + run
+        + g.pick(["", "json", "xml", " py"])
+        + (g.pick(["\n", "\r\n"]) if plain else g.pick(["\n", " ", ""]))
+        + inside
+        + (g.pick(["\n", "\r\n"]) if plain else g.pick(["\n", "", "\r"]))
+        + close
+        + g.pick(["", "\n", "\n" + call_block(g, opts), "\nNow for real: " + call_block(g, opts), " x"])
     )
 
 
@@ -570,9 +713,11 @@ def _gen_text(g: G, opts: dict) -> str:
     formats = opts.get("formats") or ()
     if ("json_message" in formats or "pythonic_message" in formats) and g.chance(0.4):
         ws = g.pick(["", " ", "\n", " \n "])
-        return ws + (pythonic(g) if g.chance(0.3) else json_calls(g)) + g.pick(["", "\n", " and more", ws])
+        body = pythonic(g) if g.chance(0.3) else bare_call(g, opts) if g.chance(0.5) else json_calls(g)
+        return ws + body + g.pick(["", "", "\n", " and more", ws])
     if "phi4_mini" in formats and g.chance(0.4):
-        return g.pick(["", "Sure. ", "fun"]) + "functools" + json_calls(g) + g.pick(["", " f", " functo"])
+        calls = "[" + bare_call(g, opts).strip("[]") + "]" if g.chance(0.5) else json_calls(g)
+        return g.pick(["", "Sure. ", "fun"]) + "functools" + calls + g.pick(["", "", " f", " functo"])
     if "harmony_text" in formats and g.chance(0.4):  # gpt-oss with its special tokens stripped
         return (
             g.pick(["", "analysis The user asks. ", "to", "commentary "])
@@ -580,33 +725,31 @@ def _gen_text(g: G, opts: dict) -> str:
             + body_for(g, "harmony_text", "to=")
             + g.pick(["", " f", " to", "<|call|>"])
         )
-    if g.chance(0.35):  # mostly prose, as real streams are: markup now and then
-        parts = []
-        for _ in range(g.pick([4, 8, 16, 30])):
-            r = g.rng.random()
-            parts.append(
-                g.pick(PROSE)
-                if r < 0.6
-                else g.pick(["\n", "\n\n", " ", "\r\n"])
-                if r < 0.75
-                else fence(g)
-                if r < 0.83
-                else piece(g)
-            )
-        return "".join(parts)
+    if opts.get("tools") is not None and g.chance(0.25):
+        return bare_text(g, opts)
+    r = g.rng.random()
+    if r < 0.12:
+        return reasoning_text(g, opts)
+    if r < 0.24:
+        return fenced_text(g, opts)
+    if r < 0.5:
+        return prose(g, g.pick([4, 8, 16, 30]))
     n = g.pick([1, 2, 3, 5, 8, 12, 16, 24]) if g.chance(0.98) else g.rng.randint(60, 160)
     return "".join(piece(g) for _ in range(n))
 
 
 def _format_pool() -> tuple:
-    """The ``formats`` lists cases draw from, per seed: the defaults with opt-in formats, small random sets,
-    the defaults minus some, none. Kept under the table caches' size (64): a gateway has few settings, and
-    a table new to the caches costs a regex compilation."""
+    """The ``formats`` cases draw from, per seed: ``None`` and the defaults spelled out, the defaults with
+    opt-in formats, small random sets, the defaults minus some, none. Kept under the table caches' size
+    (64): a gateway has few settings, and a table new to the caches costs a regex compilation."""
     g = G(random.Random(f"{SEED}/formats"))
     defaults = [n for n, on in DIALECTS.items() if on]
     opt_in = [n for n, on in DIALECTS.items() if not on]  # json_message, pythonic_message, phi4_mini …
-    pool = [defaults + opt_in] + [defaults + g.rng.sample(opt_in, g.rng.randint(1, len(opt_in))) for _ in range(12)]
-    pool += [g.rng.sample(list(DIALECTS), g.rng.randint(1, 6)) for _ in range(30)]
+    pool = [None, defaults, defaults + opt_in]
+    pool += [defaults + g.rng.sample(opt_in, g.rng.randint(1, len(opt_in))) for _ in range(12)]
+    for _ in range(30):  # small sets, half of them with <think> (the reasoning policies need it)
+        names = g.rng.sample(list(DIALECTS), g.rng.randint(1, 6))
+        pool.append(names + ["reasoning"] if g.chance(0.5) and "reasoning" not in names else names)
     pool += [[n for n in defaults if g.chance(0.8)] for _ in range(12)]
     return tuple(pool) + ([],)
 
@@ -617,11 +760,12 @@ FORMATS = _format_pool()
 def gen_options(g: G) -> dict:
     opts: dict = {}
     if g.chance(0.6):
-        opts["formats"] = list(g.pick(FORMATS))
+        formats = g.pick(FORMATS)
+        opts["formats"] = None if formats is None else list(formats)
     if g.chance(0.45):
         opts["max_block"] = g.pick([1, 5, 40, 200, "near"])  # "near": about a block's size, set by the case
-    if g.chance(0.35):
-        names = g.rng.sample(NAMES, g.rng.randint(1, len(NAMES) - 1))
+    if g.chance(0.35):  # (sometimes none offered, or a tool without a schema)
+        names = g.rng.sample(NAMES, g.rng.randint(1, len(NAMES) - 1)) if g.chance(0.95) else []
         opts["tools"] = [
             {
                 "type": "function",
@@ -631,18 +775,20 @@ def gen_options(g: G) -> dict:
                         "type": "object",
                         "properties": dict(g.rng.sample(sorted(SCHEMA.items()), g.rng.randint(0, len(SCHEMA)))),
                     },
-                },
+                }
+                if g.chance(0.9)
+                else {"name": n},
             }
             for n in names
         ]
     if g.chance(0.5):
         opts["unknown_tools"] = g.pick(["keep_text", "drop", "accept"])
-    if g.chance(0.4):
+    if g.chance(0.5):
         opts["calls_in_reasoning"] = g.pick(POLICIES)
-    if g.chance(0.35):
+    if g.chance(0.45):
         opts["code_fences"] = g.pick([True, False])
-    if STARTED and g.chance(0.1):
-        opts["reasoning_started"] = True
+    if STARTED and g.chance(0.16):
+        opts["reasoning_started"] = g.chance(0.65)
     return opts
 
 
@@ -794,9 +940,15 @@ def fuzz(layer: str, generate, check, candidates, describe) -> None:
 # --- layer 1: StreamScrubber ---------------------------------------------------------------------
 
 
+def given(opts: dict, shape: int) -> dict:
+    """The options as an entry point takes them: the keywords, or (every other shape) ``options=`` one
+    ``Options`` built from them; both must give the same answers."""
+    return {"options": Options(**opts)} if opts and shape % 2 else opts
+
+
 def scrub(mod, deltas: list, opts: dict) -> dict:
     """Feed ``deltas``; per feed (and the flush): (output, reasoning taken, calls so far)."""
-    s = mod.StreamScrubber(**opts)
+    s = mod.StreamScrubber(**given(opts, len(deltas)))
     feeds = []
     for d in deltas:
         out = s.feed(d)
@@ -1247,7 +1399,7 @@ def per_choice(chunks: list, index: int) -> dict:
 
 def run_chunks(mod, chunks: list, native: bool, opts: dict) -> list:
     with using(mod):
-        return list(recover_stream(chunks, native=native, has_tools=True, **opts))
+        return list(recover_stream(chunks, native=native, has_tools=True, **given(opts, len(chunks))))
 
 
 def normal(out: list, chunks: list) -> list:
@@ -1363,8 +1515,8 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
     found = []
     try:
         with using(mod):
-            got = recover_response(response, native=native, has_tools=True, **opts)
-            got_bytes = recover_response_bytes(body, native=native, has_tools=True, **opts)
+            got = recover_response(response, native=native, has_tools=True, **given(opts, len(body)))
+            got_bytes = recover_response_bytes(body, native=native, has_tools=True, **given(opts, len(body) + 1))
     except Exception as exc:
         return [crashed("chunks", "recover_response(_bytes)", exc, name)]
     if canon(got) != want or (got is response) == changed:
@@ -1594,7 +1746,9 @@ def capped_model(mod, case: dict, native: bool, chunks: list, oversized: list) -
 
 def run_sse(mod, body: bytes, cuts: list, native: bool, opts: dict, kinds, max_event=None) -> tuple:
     with using(mod):
-        r = SSERecovery(native=native, has_tools=True, **opts, **({"max_event": max_event} if max_event else {}))
+        r = SSERecovery(
+            native=native, has_tools=True, **given(opts, len(body)), **({"max_event": max_event} if max_event else {})
+        )
         out = []
         for k, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(body)], strict=False)):
             kind = kinds[k % len(kinds)] if kinds else bytes
