@@ -238,3 +238,44 @@ def test_string_escapes_read_as_json_reads_them(impl, tc):
     (call,) = tc.parse("<|tool_call_start|>" + text + "<|tool_call_end|>").calls
     assert json.loads(call.arguments) == {"city": "\U0001f600", "alone": "\ud83d", "k": {"\U0001f600": 1}}
     assert "\U0001f600" in call.arguments
+
+
+KEYWORD_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "from",
+            "class",
+            "if",
+            "a",
+            "xfrom",
+            "from_",
+            "=",
+            "==",
+            " ",
+            "\t",
+            "\\\n",
+            "\n",
+            "(",
+            ")",
+            ",",
+            '"',
+            "'",
+            "1",
+            "#",
+            "f",
+            "True",
+            "é",
+        ]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=KEYWORD_TEXT)
+def test_the_keyword_precheck_skips_only_what_tokens_would_leave(text):
+    """``_escape_keywords`` returns early when no keyword stands before a ``=``: exactly when reading the
+    tokens would change nothing."""
+    from textcalls.dialects.pythonic import _escape_by_tokens, _escape_keywords
+
+    assert _escape_keywords(text) == _escape_by_tokens(text)
