@@ -42,9 +42,18 @@ _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
 _KW_PREFIX = "_textcalls_kw_"  # a keyword argument named like a Python keyword (Olmo: ``from="SFO"``)
 
 
-#: A Python keyword (even inside a longer word: tokens may touch) right before ``=`` (only blanks or a line
-#: continuation between, as between two adjacent tokens): without one, no keyword is an argument name.
-_KEYWORD_ARG = re.compile(r"(?:" + "|".join(keyword.kwlist) + r")(?:[ \t\f]|\\\r?\n|\\\r)*=(?!=)")
+#: Reversed, a ``=`` (not the second of ``==``, checked at the match) with a Python keyword right before it
+#: in the text (only blanks or a line continuation between, as between two adjacent tokens; even inside a
+#: longer word, since tokens may touch): without one, no keyword is an argument name. Reversed, the
+#: pattern starts with a literal, which the regex engine finds with a fast scan.
+_KEYWORD_ARG_REVERSED = re.compile(
+    r"=(?:[ \t\f]|\n\r?\\|\r\\)*(?:" + "|".join(re.escape(k[::-1]) for k in keyword.kwlist) + ")"
+)
+
+
+def _may_name_keyword(text: str) -> bool:
+    reverse = text[::-1]
+    return any(m.start() == 0 or reverse[m.start() - 1] != "=" for m in _KEYWORD_ARG_REVERSED.finditer(reverse))
 
 
 def _escape_keywords(text: str) -> str:
@@ -52,7 +61,7 @@ def _escape_keywords(text: str) -> str:
     ``ast`` accepts it; strings are left alone (tokens, not characters, are read). Text where no
     keyword stands before a ``=`` at all is returned at once (the pure-Python tokenizer costs
     microseconds per token)."""
-    if "=" not in text or _KEYWORD_ARG.search(text) is None:
+    if "=" not in text or not _may_name_keyword(text):
         return text
     return _escape_by_tokens(text)
 
