@@ -221,3 +221,37 @@ json_values = st.recursive(
 def test_valid_json_is_unchanged(value, indent):
     text = json.dumps(value, indent=indent)
     assert loads(text) == json.loads(text)
+
+
+# --- bounded cost -------------------------------------------------------------------------
+
+
+def test_nesting_deeper_than_json_can_read_is_refused_where_it_gets_too_deep():
+    from textcalls.relaxed_json import MAX_DEPTH
+
+    expected: object = 1
+    for _ in range(100):
+        expected = [expected]
+    assert loads("[" * 100 + "1," + "]" * 100) == expected  # well within the limit: repaired
+    with pytest.raises(ValueError, match=f"nested deeper than {MAX_DEPTH} at {MAX_DEPTH}$"):
+        loads("[" * (MAX_DEPTH + 1) + "x" * 100_000)
+
+
+def test_the_repairs_read_a_bounded_number_of_tokens():
+    from textcalls.relaxed_json import REPAIR_TOKENS, decode
+
+    small = "{" + "a: 1, " * 1000 + "}"  # bare keys, a trailing comma: repaired
+    assert loads(small) == {"a": 1}
+    dense = "{" + "a: 1, " * REPAIR_TOKENS + "}"
+    with pytest.raises(ValueError, match=f"more than {REPAIR_TOKENS} tokens"):
+        loads(dense)
+    strict = json.dumps({f"k{i}": i for i in range(REPAIR_TOKENS)})  # strict JSON has no such bound
+    assert decode(strict) == json.loads(strict)
+    assert loads('{"a": "' + "x" * 1_000_000 + '",}') == {"a": "x" * 1_000_000}  # one long string: one token
+
+
+def test_bounded_bodies_are_malformed_blocks(impl, tc):
+    deep = tc.parse("a <tool_call>" + "[" * 100_000 + "</tool_call> b")
+    assert (deep.content, deep.calls, deep.removed) == ("a  b", [], 1)
+    dense = '<tool_call>{"name": "f", "arguments": {' + "a: 1, " * 70_000 + "}}</tool_call>"
+    assert tc.parse(dense).calls == [] and tc.parse(dense).removed == 1

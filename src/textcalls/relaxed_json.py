@@ -35,6 +35,14 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _COLON = re.compile(r"\s*:")
+#: How deep a repaired value may nest: ``json.loads`` fails deeper than the recursion limit (1000 by
+#: default) anyway, so the repair gives up there instead of reading the rest of the text.
+MAX_DEPTH = 1000
+#: How many tokens (strings, names, numbers, punctuation, runs of space) a text may have for the repairs
+#: to be tried (``loads``); one with more must be strict JSON. A token costs about half a microsecond,
+#: so this bounds the repairs to a few tens of milliseconds per text, whatever its length (one long
+#: string is one token).
+REPAIR_TOKENS = 1 << 16
 _SINGLE_ESCAPE = re.compile(r"\\(.)|\"", re.DOTALL)
 _CLOSERS = {"}": "{", "]": "["}
 _NOT_VALUES = ("{", "[", ",", ":")  # a comma after these is not trailing a value
@@ -68,7 +76,8 @@ def decode(text: str) -> object:
 
 
 def loads(text: str) -> object:
-    """Parse ``text`` as JSON after the conservative repairs; raise ``ValueError`` if that fails."""
+    """Parse ``text`` as JSON after the conservative repairs; raise ``ValueError`` if that fails (or the
+    text has more than ``REPAIR_TOKENS`` tokens: the repairs read token by token, in Python)."""
     body = strip_fence(text).strip()
     try:
         return _loads_repaired(body)
@@ -110,7 +119,9 @@ def _repair(text: str) -> str:
     stack: list[str] = []  # open brackets
     expect_key = False  # right after "{" or "," inside an object
     last = before_last = -1  # output indices of the last two significant tokens
-    for m in _TOKEN.finditer(text):
+    for count, m in enumerate(_TOKEN.finditer(text)):
+        if count == REPAIR_TOKENS:
+            raise ValueError(f"more than {REPAIR_TOKENS} tokens: only strict JSON is read")
         kind, token = m.lastgroup, m.group()
         if kind == "space":
             out.append(token)
@@ -127,6 +138,8 @@ def _repair(text: str) -> str:
             token = f'"{token}"'
         elif kind == "punct" and token in "{[":
             stack.append(token)
+            if len(stack) > MAX_DEPTH:  # json.loads could not read it either: stop before the rest
+                raise ValueError(f"nested deeper than {MAX_DEPTH} at {m.start()}")
         elif kind == "punct" and token in "}]":
             if not stack or stack.pop() != _CLOSERS[token]:
                 raise ValueError(f"mismatched {token!r} at {m.start()}")
