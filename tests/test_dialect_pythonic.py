@@ -279,3 +279,24 @@ def test_the_keyword_precheck_skips_only_what_tokens_would_leave(text):
     from textcalls.dialects.pythonic import _escape_by_tokens, _escape_keywords
 
     assert _escape_keywords(text) == _escape_by_tokens(text)
+
+
+def test_a_body_of_too_many_nodes_is_malformed_but_long_strings_are_not(impl, tc):
+    from textcalls.dialects.pythonic import NODES_MAX
+
+    def lfm2(body):
+        return tc.parse("<|tool_call_start|>" + body + "<|tool_call_end|>")
+
+    # "[f(" and ")]" are 2 nodes, each "aN=1," 2 more: at the cap, a call; one node past it, malformed
+    args = "".join(f"a{k}=1," for k in range((NODES_MAX - 2) // 2))
+    at_cap = "[f(" + args + ")]"
+    assert [c.name for c in lfm2(at_cap).calls] == ["f"]
+    over = "[f(" + args + "b=2)]"
+    parsed = lfm2(over)
+    assert (parsed.calls, parsed.removed, parsed.content) == ([], 1, "")
+    lines = tc.parse("<function_calls>" + "f(a=1)\n" * NODES_MAX + "</function_calls>", formats=["olmo3"])
+    assert (lines.calls, lines.removed) == ([], 1)
+    code = "x = f(a, [b], {c: d})\n" * 2000  # thousands of ( , = [ { inside strings: no nodes
+    for body in (f"[write(content={code!r})]", f'[write(content="""{code}""")]'):
+        (call,) = lfm2(body).calls
+        assert json.loads(call.arguments) == {"content": code}

@@ -166,8 +166,37 @@ def _ast(text: str, mode: str) -> Any:
         return ast.parse(source, mode=mode)
 
 
+#: How many of ``( , = [ {`` a body may have outside its string literals: CPython's parser costs
+#: microseconds per node, so a body of many small nodes (tens of thousands of calls or arguments) is
+#: malformed rather than a CPU sink. One long string, however long, is no node.
+NODES_MAX = 4096
+_NODE_OR_STRING = re.compile(
+    r"'''(?:[^'\\]|\\.|'(?!''))*+'''"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*+"""'
+    r"|'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'"
+    r'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
+    r"|(?P<node>[(,=\[{])",
+    re.S,
+)
+
+
+def _too_many_nodes(text: str) -> bool:
+    """More than ``NODES_MAX`` nodes outside string literals (counted up to one past the cap only)."""
+    if sum(map(text.count, "(,=[{")) <= NODES_MAX:  # C-speed: an upper bound, strings included
+        return False
+    count = 0
+    for m in _NODE_OR_STRING.finditer(text):
+        if m.lastgroup == "node":
+            count += 1
+            if count > NODES_MAX:
+                return True
+    return False
+
+
 def _parse_calls(text: str) -> list[ToolCall] | None:
     """The calls of a list expression (or of one call expression), or ``None``."""
+    if _too_many_nodes(text):
+        return None
     try:
         tree = _ast(text, "eval").body
     except _PARSE_ERRORS:
@@ -182,6 +211,8 @@ def _parse_statements(text: str) -> list[ToolCall] | None:
     A module first (calls may span lines); if that does not parse (say, indented lines), each
     non-blank line as one call expression.
     """
+    if _too_many_nodes(text):
+        return None
     try:
         statements = _ast(text, "exec").body
     except _PARSE_ERRORS:
