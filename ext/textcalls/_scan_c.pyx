@@ -320,30 +320,45 @@ cdef class _CSpec:
         """1 if a strong opener, or entry ``own`` (the open block's opener; -1: none), starts at ``i`` (a tag
         one with its delimiter); -1 undecided; else 0."""
         cdef bint undecided = False
-        cdef int e, r
-        cdef Py_ssize_t j
+        cdef int e, r, lo = 0, hi = 0
         cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
-        cdef Entry* en
+        cdef Py_UCS4 c2
         if (c >= 128 or not self.strong_first[c]) and (own < 0 or self.entries[own].lit.ch[0] != c):
             return 0
-        for e in range(self.n_all):
-            en = &self.entries[e]
-            if not (en.strong or e == own) or en.lit.ch[0] != c:
-                continue
-            r = _match(kind, d, n, i, &en.lit)
-            if r == -1:
-                undecided = True
-            elif r == 1:
-                j = i + en.lit.n
-                if not en.tag:
+        if c < 128:  # the entries that start with c, and (second-character dispatch) with what follows it
+            lo, hi = self.first_lo[c], self.first_hi[c]
+            if i + 1 < n:
+                c2 = PyUnicode_READ(kind, d, i + 1)
+                if not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2]):
+                    hi = lo
+        for e in range(lo, hi):
+            if self.entries[e].strong or e == own:
+                r = self.tag_at(kind, d, n, i, &self.entries[e])
+                if r == 1:
                     return 1
-                if j < n:
-                    c = PyUnicode_READ(kind, d, j)
-                    if c < 128 and en.delim[c]:
-                        return 1
-                else:
-                    undecided = True
+                undecided = undecided or r == -1
+        if own >= self.n_entries:  # a word opener: not among the entries dispatched by first character
+            r = self.tag_at(kind, d, n, i, &self.entries[own])
+            if r == 1:
+                return 1
+            undecided = undecided or r == -1
         return -1 if undecided and not final else 0
+
+    cdef inline int tag_at(self, int kind, const void* d, Py_ssize_t n, Py_ssize_t i, Entry* en) noexcept:
+        """1 if ``en`` (with its delimiter, for a tag) starts at ``i``; -1 if the text ends before that is
+        known; else 0."""
+        cdef Py_ssize_t j
+        cdef Py_UCS4 c
+        cdef int r = _match(kind, d, n, i, &en.lit)
+        if r != 1:
+            return r
+        j = i + en.lit.n
+        if not en.tag:
+            return 1
+        if j < n:
+            c = PyUnicode_READ(kind, d, j)
+            return 1 if c < 128 and en.delim[c] else 0
+        return -1
 
 
 cdef _CSpec _cspec(table):
