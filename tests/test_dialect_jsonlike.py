@@ -510,3 +510,20 @@ def test_no_grammar_raises(body, opener):
 def test_big_and_deep_bodies(body):
     for grammar in GRAMMARS:
         check_result(grammar("<x>", body, CTX))
+
+
+def test_a_gemma_body_of_too_many_nodes_is_malformed_but_long_strings_are_not(impl, tc):
+    from textcalls.dialects.jsonlike import NOTATION_NODES_MAX
+
+    def gemma(members):
+        return tc.parse("<|tool_call>call:f{" + members + "}<tool_call|>")
+
+    # "call:f{" is 2 nodes, then each "aK:1" 1 and each "," 1: at the cap a call, one more malformed
+    n = (NOTATION_NODES_MAX - 1) // 2
+    at_cap = ",".join(f"a{k}:1" for k in range(n))
+    assert [c.name for c in gemma(at_cap).calls] == ["f"]
+    parsed = gemma(at_cap + ",b:2")
+    assert (parsed.calls, parsed.removed) == ([], 1)
+    code = "x = f(a, [b], {c: d})\n" * 2000  # thousands of , : { [ inside a quoted string: no nodes
+    (call,) = gemma('content:<|"|>' + code + '<|"|>').calls
+    assert json.loads(call.arguments) == {"content": code}

@@ -613,8 +613,32 @@ class _Malformed(Exception):
     """The notation is broken at this point."""
 
 
+#: How many of ``, : { [`` a Gemma notation body may have outside its quoted strings: it is read in Python,
+#: at microseconds per member, so a body of tens of thousands of members is malformed rather than a CPU
+#: sink (as ``pythonic.NODES_MAX``). One long string, however long, is no node.
+NOTATION_NODES_MAX = 4096
+_NOTATION_NODES = {
+    quote: re.compile(re.escape(quote) + ".*?" + re.escape(quote) + r"|(?P<node>[,:{\[])", re.S)
+    for quote in (GEMMA4_QUOTE, FUNCTION_GEMMA_QUOTE)
+}
+
+
+def _too_many_nodes(body: str, quote: str) -> bool:
+    if sum(map(body.count, ",:{[")) <= NOTATION_NODES_MAX:  # C-speed: an upper bound, strings included
+        return False
+    count = 0
+    for m in _NOTATION_NODES[quote].finditer(body):
+        if m.lastgroup == "node":
+            count += 1
+            if count > NOTATION_NODES_MAX:
+                return True
+    return False
+
+
 def _call_notation(body: str, quote: str) -> list[ToolCall]:
     """Every ``call:NAME{…}`` in ``body`` (only whitespace between), or ``[]``."""
+    if _too_many_nodes(body, quote):
+        return []
     reader = _Notation(body, quote)
     calls = []
     try:
