@@ -812,3 +812,28 @@ def test_trimmed_values_random_splits(impl, text, data):
 
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12).map(sorted))
     assert feed_in_pieces(impl, text, cuts) == feed_in_pieces(impl, text, [])
+
+
+@pytest.mark.parametrize(
+    ("opener", "param", "closer"),
+    [
+        ("<tool_call>\n<function=f>\n", "<parameter=p{k}>v</parameter>\n", "</function>\n</tool_call>"),
+        ("<tool_call>f\n", "<arg_key>p{k}</arg_key><arg_value>v</arg_value>", "</tool_call>"),
+        (
+            '<minimax:tool_call><invoke name="f">',
+            '<parameter name="p{k}">v</parameter>',
+            "</invoke></minimax:tool_call>",
+        ),
+    ],
+)
+def test_a_body_of_too_many_tags_is_malformed(impl, tc, opener, param, closer):
+    from textcalls.dialects.xml import TAGS_MAX
+
+    def text(n):
+        return opener + "".join(param.format(k=k) for k in range(n)) + closer
+
+    fits = (TAGS_MAX - 2) // 2  # the call's two tags (none for GLM's name line), and two per parameter
+    (call,) = tc.parse(text(fits)).calls
+    assert len(json.loads(call.arguments)) == fits
+    parsed = tc.parse(text(TAGS_MAX // 2 + 1))
+    assert (parsed.calls, parsed.removed, parsed.content) == ([], 1, "")

@@ -76,6 +76,11 @@ class _Call(NamedTuple):
     inner: str  # the text inside a call that has no parameter tags ("" otherwise)
 
 
+#: How many tags (calls, parameters and their ends) a body may have: each is read in Python, so a body
+#: of tens of thousands of tags is malformed rather than a CPU sink. No call has thousands of parameters.
+TAGS_MAX = 4096
+
+
 class _Markup:
     """The four tags of one dialect, found together by one regex.
 
@@ -98,12 +103,17 @@ class _Markup:
         )
         self.newline_params = newline_params
 
-    def tags(self, body: str) -> list[_Tag]:
-        # every alternative of the pattern is a named group, so ``lastgroup`` is never None
-        return [
-            _Tag(cast(str, m.lastgroup), m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
-            for m in self._pattern.finditer(body)
-        ]
+    def tags(self, body: str) -> list[_Tag] | None:
+        """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed)."""
+        tags: list[_Tag] = []
+        for m in self._pattern.finditer(body):
+            if len(tags) == TAGS_MAX:
+                return None
+            # every alternative of the pattern is a named group, so ``lastgroup`` is never None
+            tags.append(
+                _Tag(cast(str, m.lastgroup), m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
+            )
+        return tags
 
 
 _QWEN = _Markup(
@@ -153,15 +163,19 @@ _STEP3_INVOKE = "<steptml:invoke"
 class _Reader:
     """Walks the tags of one body, turning them into calls with raw heads and values."""
 
-    __slots__ = ("body", "tags", "newline_params")
+    __slots__ = ("body", "tags", "newline_params", "too_many")
 
     def __init__(self, body: str, markup: _Markup) -> None:
         self.body = body
-        self.tags = markup.tags(body)
+        tags = markup.tags(body)
+        self.too_many = tags is None  # more than TAGS_MAX: malformed
+        self.tags: list[_Tag] = tags or []
         self.newline_params = markup.newline_params
 
     def calls(self) -> list[_Call] | None:
         """Every call in the body, or ``None`` if the body is malformed."""
+        if self.too_many:
+            return None
         calls: list[_Call] = []
         i, pos = 0, 0
         while i < len(self.tags):
@@ -272,6 +286,8 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         made = make_call(name, {})
         return [] if made is None else [made]
     reader = _Reader(body, _GLM)
+    if reader.too_many:
+        return []
     call, _, _ = reader.call(name, 0, cut)
     if call is None or call.inner.strip():
         return []
