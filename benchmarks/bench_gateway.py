@@ -22,27 +22,11 @@ from textcalls.sse import SSERecovery
 from textcalls.stream import recover_stream
 
 from .conftest import BEST, ratio
+from .corpora import WORDS as CORPUS_WORDS
 
 IMPLS = {"c": _scan_c, "py": _scan_py}
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-WORDS = [
-    "the",
-    "model",
-    "answered",
-    "with",
-    "a",
-    "short",
-    "plan",
-    "then",
-    "looked",
-    "up",
-    "the",
-    "weather",
-    "in",
-    "paris",
-    "and",
-    "oslo",
-]
+WORDS = CORPUS_WORDS[:16]  # "the model answered … in paris and oslo": one word per chunk
 N = 2000
 
 
