@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -255,3 +256,23 @@ def test_bounded_bodies_are_malformed_blocks(impl, tc):
     assert (deep.content, deep.calls, deep.removed) == ("a  b", [], 1)
     dense = '<tool_call>{"name": "f", "arguments": {' + "a: 1, " * 70_000 + "}}</tool_call>"
     assert tc.parse(dense).calls == [] and tc.parse(dense).removed == 1
+
+
+# the string token as a plain unrolled loop: the atomic form in _TOKEN must tokenize the same way
+_PLAIN_STRING = re.compile(r'(?:"|<\|"\|?>)(?P<text>[^"\\<]*(?:(?:\\.|<(?!\|"\|?>))[^"\\<]*)*)(?:"|<\|"\|?>)', re.S)
+
+
+@given(
+    st.lists(st.sampled_from(['"', "\\", '<|"|>', '<|">', "<", "x", " ", '\\"', "<|", "\n"]), max_size=14).map("".join)
+)
+def test_the_atomic_string_token_reads_as_the_plain_one(text):
+    from textcalls.relaxed_json import _TOKEN
+
+    for start in range(len(text)):
+        plain = _PLAIN_STRING.match(text, start)
+        atomic = _TOKEN.match(text, start)
+        if plain is None:
+            assert atomic is None or atomic.lastgroup != "string"
+        else:
+            assert atomic is not None and atomic.lastgroup == "string"
+            assert (atomic.group(), atomic.group("text")) == (plain.group(), plain.group("text"))

@@ -25,8 +25,9 @@ NO_VALUE: Final = object()
 _QUOTE = r'(?:"|<\|"\|?>)'
 _TOKEN = re.compile(
     r"(?P<space>\s+)"
-    # Unrolled loop: every repetition starts with an escape or a "<", so no backtracking blowup.
-    rf'|(?P<string>{_QUOTE}(?P<text>[^"\\<]*(?:(?:\\.|<(?!\|"\|?>))[^"\\<]*)*){_QUOTE})'
+    # Unrolled loop: every repetition starts with an escape or a "<", so no backtracking blowup; each run
+    # of plain characters is atomic ("(?=(?P<r>…))(?P=r)"), so a string that never closes is read once.
+    rf'|(?P<string>{_QUOTE}(?P<text>(?=(?P<r1>[^"\\<]*))(?P=r1)(?:(?:\\.|<(?!\|"\|?>))(?=(?P<r2>[^"\\<]*))(?P=r2))*){_QUOTE})'
     r"|(?P<single>'[^'\\]*(?:\\.[^'\\]*)*')"
     r"|(?P<name>[A-Za-z_$][A-Za-z0-9_$-]*)"
     r"|(?P<punct>[{}\[\],:])"
