@@ -7,10 +7,13 @@ The upstream replays Hermes and DeepSeek outputs cut into random deltas and writ
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import http.client
 import json
 import logging
 import os
+import pathlib
 import re
 import socket
 import subprocess
@@ -515,3 +518,97 @@ def test_without_aiohttp_the_command_says_what_to_install(capsys, monkeypatch):
     assert capsys.readouterr().err == (
         "textcalls proxy: error: the textcalls proxy needs aiohttp: pip install 'textcalls[proxy]'\n"
     )
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_REUSEPORT workers; /proc to count them")
+def test_workers_share_the_port_and_stop_together(gateway):
+    with socket.socket() as probe:  # a free port: --workers needs a fixed one
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "textcalls",
+            "proxy",
+            "--upstream",
+            gateway.upstream_url,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--prompt-guided",
+            "--workers",
+            "2",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    killer = threading.Timer(60, proc.kill)  # never outlives the test
+    killer.start()
+    try:
+        banners = [proc.stderr.readline() for _ in range(2)]  # one per worker
+        assert all(f"textcalls proxy on http://127.0.0.1:{port} " in b for b in banners), banners
+        # one worker besides this process (multiprocessing's resource tracker is a child too)
+        workers = [w for w in _children(proc.pid) if b"spawn_main" in pathlib.Path(f"/proc/{w}/cmdline").read_bytes()]
+        assert len(workers) == 1
+        client = gateway.client(f"http://127.0.0.1:{port}")
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(
+                pool.map(
+                    lambda _: collect(
+                        client.chat.completions.create(
+                            model="hermes", messages=MESSAGES, tools=TOOLS, stream=True, seed=4
+                        )
+                    ),
+                    range(16),
+                )
+            )
+        for content, calls, finish, _ in results:  # every request recovered, whichever worker took it
+            assert content == EXPECTED["hermes"][0] and finish == "tool_calls"
+            check_calls(calls, EXPECTED["hermes"][1])
+        proc.terminate()
+        assert proc.wait(15) == 0  # SIGTERM stops this one, and it stops its workers
+        assert all(
+            not pathlib.Path(f"/proc/{w}").exists()
+            or pathlib.Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+            for w in workers
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stderr.close()
+        killer.cancel()
+
+
+def test_workers_need_a_fixed_port(gateway):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textcalls",
+            "proxy",
+            "--upstream",
+            gateway.upstream_url,
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "workers > 1 needs a fixed port" in done.stderr

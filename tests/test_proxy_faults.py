@@ -751,6 +751,8 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
                 "0.25",
                 "--max-connections",
                 "7",
+                "--workers",
+                "3",
             ]
         )
         == 0
@@ -759,13 +761,44 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
     assert calls == [
         (
             "http://127.0.0.1:1",
-            {**common, "connect_timeout": 10.0, "read_timeout": 600.0, "body_timeout": 60.0, "max_connections": 100},
+            {
+                **common,
+                "workers": 1,
+                "connect_timeout": 10.0,
+                "read_timeout": 600.0,
+                "body_timeout": 60.0,
+                "max_connections": 100,
+            },
         ),
         (
             "http://127.0.0.1:1",
-            {**common, "connect_timeout": 2.5, "read_timeout": 30.0, "body_timeout": 0.25, "max_connections": 7},
+            {
+                **common,
+                "workers": 3,
+                "connect_timeout": 2.5,
+                "read_timeout": 30.0,
+                "body_timeout": 0.25,
+                "max_connections": 7,
+            },
         ),
     ]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_a_bad_workers_count_is_refused(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["proxy", "--upstream", "http://127.0.0.1:1", "--workers", value])
+    assert exc.value.code == 2
+    assert f"--workers must be an integer >= 1, not '{value}'" in capsys.readouterr().err
+
+
+def test_run_checks_its_workers():
+    with pytest.raises(ValueError, match="workers must be >= 1, not 0"):
+        proxy.run("http://127.0.0.1:1", workers=0)
+    with pytest.raises(TypeError, match="workers must be an int, not str"):
+        proxy.run("http://127.0.0.1:1", workers="2")
+    with pytest.raises(ValueError, match="workers > 1 needs a fixed port"):
+        proxy.run("http://127.0.0.1:1", port=0, workers=2)
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,13 @@ def _connections(value) -> int:
     return int(text)
 
 
+def _workers(value) -> int:
+    text = str(value)
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"--workers must be an integer >= 1, not {value!r}")
+    return int(text)
+
+
 def _proxy(args, parser: argparse.ArgumentParser) -> int:
     from .proxy import check_upstream, run
 
@@ -81,11 +88,14 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
             "body_timeout": _seconds("--body-timeout", args.body_timeout),
             "max_connections": _connections(args.max_connections),
         }
+        workers = _workers(args.workers)
     except ValueError as e:
         parser.error(str(e))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        run(upstream, host=host, port=port, native=args.native, **options)
+        run(upstream, host=host, port=port, native=args.native, workers=workers, **options)
+    except ValueError as e:  # --workers on a platform or port that cannot have them
+        parser.error(str(e))
     except ImportError as e:
         parser.exit(1, f"textcalls proxy: error: {e}\n")
     except OSError as e:  # the address cannot be resolved or bound
@@ -173,7 +183,13 @@ def main(argv: list[str] | None = None) -> int:
         "--max-connections",
         default=MAX_CONNECTIONS,
         metavar="N",
-        help=f"cap on concurrent upstream connections (default {MAX_CONNECTIONS})",
+        help=f"cap on concurrent upstream connections, per worker (default {MAX_CONNECTIONS})",
+    )
+    proxy.add_argument(
+        "--workers",
+        default=1,
+        metavar="N",
+        help="processes serving the port, sharing it with SO_REUSEPORT (Linux, macOS; a fixed port) (default 1)",
     )
     args = parser.parse_args(argv)
     if args.command == "proxy":

@@ -16,7 +16,9 @@ import contextlib
 import json
 import logging
 import math
+import multiprocessing
 import signal
+import socket
 import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -540,29 +542,74 @@ def create_app(
     return app
 
 
-async def start(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True, **options):
+async def start(
+    upstream: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8787,
+    native: bool = True,
+    reuse_port: bool = False,
+    **options,
+):
     """Start a proxy; return its ``aiohttp.web.AppRunner`` (``addresses``; ``await cleanup()`` stops it).
 
-    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``).
+    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``); ``reuse_port``: bind
+    with SO_REUSEPORT, so that other processes may serve the same port (``run(workers=…)``).
     """
     web = _aiohttp()[1]
     runner = web.AppRunner(create_app(upstream, native=native, **options), handler_cancellation=True, access_log=None)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port).start()
+        await web.TCPSite(runner, host, port, reuse_port=reuse_port or None).start()
     except BaseException:
         await runner.cleanup()
         raise
     return runner
 
 
-def run(upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True, **options) -> None:
-    """Serve until SIGTERM (then return) or Ctrl-C (KeyboardInterrupt propagates); ``options`` as ``start``."""
-    asyncio.run(_serve(upstream, host, port, native, options))
+def run(
+    upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True, workers: int = 1, **options
+) -> None:
+    """Serve until SIGTERM (then return) or Ctrl-C (KeyboardInterrupt propagates); ``options`` as ``start``.
+
+    ``workers``: how many processes serve the port, this one and ``workers - 1`` children, each with its
+    own event loop and upstream connections (``max_connections`` each), bound with SO_REUSEPORT so that
+    the kernel spreads the connections between them. It needs SO_REUSEPORT (Linux, macOS, BSD) and a
+    fixed port. SIGTERM to this process stops the children too.
+    """
+    workers = _count("workers", workers)
+    if workers == 1:
+        asyncio.run(_serve(upstream, host, port, native, options, False))
+        return
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise ValueError("workers > 1 needs SO_REUSEPORT, which this platform lacks")
+    if port == 0:
+        raise ValueError("workers > 1 needs a fixed port: each worker binds it")
+    context = multiprocessing.get_context("spawn")  # no event loop or lock copied from this process
+    children = [
+        context.Process(target=_worker, args=(upstream, host, port, native, options), daemon=True)
+        for _ in range(workers - 1)
+    ]
+    for child in children:
+        child.start()
+    try:
+        asyncio.run(_serve(upstream, host, port, native, options, True))
+    finally:
+        for child in children:
+            child.terminate()  # SIGTERM: each stops as this one did
+        for child in children:
+            child.join(10)
 
 
-async def _serve(upstream: str, host: str, port: int, native: bool, options: dict) -> None:
-    runner = await start(upstream, host=host, port=port, native=native, **options)
+def _worker(upstream: str, host: str, port: int, native: bool, options: dict) -> None:
+    """A child of ``run(workers=…)``: serve the same port until SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C reaches the whole process group
+        asyncio.run(_serve(upstream, host, port, native, options, True))
+
+
+async def _serve(upstream: str, host: str, port: int, native: bool, options: dict, reuse_port: bool) -> None:
+    runner = await start(upstream, host=host, port=port, native=native, reuse_port=reuse_port, **options)
     try:
         if urlsplit(upstream).path.endswith("/v1"):
             log.warning(
