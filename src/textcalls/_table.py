@@ -6,6 +6,7 @@ import functools
 import re
 
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
+from .dialects.jsonlike import BARE_CALL_KEYS
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 
 __all__ = [
@@ -135,9 +136,8 @@ _WS = " \t\n\r\x0b\x0c"
 #: what may come before a bare call (spaces and line breaks: what the gateway screens' line state reads as blank)
 _BLANK = " \n\r"
 _JSON_STOP = re.compile(r'["{}\[\],:]')
-#: the keys a call object may have (``dialects.jsonlike.bare_calls``): another key makes it text at once
-_CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id", "function"})
-_CALL_KEY_MAX = max(map(len, _CALL_KEYS))
+#: a key that no call object may have (``dialects.jsonlike.bare_calls``) makes a candidate text at once
+_CALL_KEY_MAX = max(map(len, BARE_CALL_KEYS))
 _STRING_STOP = re.compile(r'["\\]')
 _FENCE_INFO = frozenset({"", "json", "JSON", "json5"})
 _FENCE_INFO_MAX = 16
@@ -284,7 +284,7 @@ class BareLead:
                             return -2 - (i + _CALL_KEY_MAX - had)
                         self.key.append(s[i:j])
                         if m is not None:
-                            if s[j] == '"' and "".join(self.key) not in _CALL_KEYS:
+                            if s[j] == '"' and "".join(self.key) not in BARE_CALL_KEYS:
                                 return -2 - j
                             self.key = None  # allowed, or escaped (bare_calls decides)
                     if m is None:

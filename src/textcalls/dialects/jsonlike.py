@@ -297,6 +297,8 @@ def bare_json_message(text: str, ctx: Context) -> list[ToolCall] | None:
 
 _BARE_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
 _BARE_WRAPPER_KEYS = frozenset({"type", "function", "id"})
+#: every key a bare call object (or OpenAI's wrapper around one) may have: any other makes it text
+BARE_CALL_KEYS = _BARE_KEYS | _BARE_WRAPPER_KEYS
 
 
 def bare_calls(text: str, ctx: Context) -> list[ToolCall] | None:
