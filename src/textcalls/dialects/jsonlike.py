@@ -619,27 +619,24 @@ class _Malformed(Exception):
 #: at microseconds per member, so a body of tens of thousands of members is malformed rather than a CPU
 #: sink (as ``pythonic.NODES_MAX``). One long string, however long, is no node.
 NOTATION_NODES_MAX = 4096
-_NOTATION_NODES = {
-    quote: re.compile(re.escape(quote) + ".*?" + re.escape(quote) + r"|(?P<node>[,:{\[])", re.S)
+_NOTATION_STRINGS = {
+    quote: re.compile(re.escape(quote) + ".*?" + re.escape(quote), re.S)
     for quote in (GEMMA4_QUOTE, FUNCTION_GEMMA_QUOTE)
 }
 
 
-def _too_many_nodes(body: str, quote: str) -> bool:
-    if sum(map(body.count, ",:{[")) <= NOTATION_NODES_MAX:  # C-speed: an upper bound, strings included
+def too_many_nodes(text: str, strings: re.Pattern[str], nodes: str, cap: int) -> bool:
+    """More than ``cap`` of the ``nodes`` characters in ``text`` outside what ``strings`` matches, all
+    counted at C speed: first an upper bound (strings included), then the text with its strings removed."""
+    if sum(map(text.count, nodes)) <= cap:
         return False
-    count = 0
-    for m in _NOTATION_NODES[quote].finditer(body):
-        if m.lastgroup == "node":
-            count += 1
-            if count > NOTATION_NODES_MAX:
-                return True
-    return False
+    outside = strings.sub("", text)
+    return sum(map(outside.count, nodes)) > cap
 
 
 def _call_notation(body: str, quote: str) -> list[ToolCall]:
     """Every ``call:NAME{…}`` in ``body`` (only whitespace between), or ``[]``."""
-    if _too_many_nodes(body, quote):
+    if too_many_nodes(body, _NOTATION_STRINGS[quote], ",:{[", NOTATION_NODES_MAX):
         return []
     reader = _Notation(body, quote)
     calls = []

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..toolcall import ToolCall, make_call
 from .context import Context
-from .jsonlike import json_calls
+from .jsonlike import json_calls, too_many_nodes
 
 __all__ = ["builtin_call", "pythonic_lines", "pythonic_list", "pythonic_message"]
 
@@ -180,11 +180,7 @@ _STRING_LITERAL = re.compile(
 
 
 def _too_many_nodes(text: str) -> bool:
-    """More than ``NODES_MAX`` nodes outside string literals (all counted at C speed)."""
-    if sum(map(text.count, "(,=[{")) <= NODES_MAX:  # an upper bound, strings included
-        return False
-    outside = _STRING_LITERAL.sub("", text)
-    return sum(map(outside.count, "(,=[{")) > NODES_MAX
+    return too_many_nodes(text, _STRING_LITERAL, "(,=[{", NODES_MAX)
 
 
 def _parse_calls(text: str) -> list[ToolCall] | None:
