@@ -1,4 +1,4 @@
-"""Feeding a text to a scrubber in pieces, as the property tests do."""
+"""Feeding a text to a scrubber in pieces, as the property tests do; a chat.completion chunk."""
 
 
 def feed_in_pieces(mod, text, cuts, **options):
@@ -13,3 +13,16 @@ def feed_in_pieces(mod, text, cuts, **options):
     outs.append(s.flush())
     thoughts.append(s.take_reasoning())
     return "".join(outs), "".join(thoughts), [(c.name, c.arguments) for c in s.calls], s.removed
+
+
+def ch(content=None, *, finish=None, index=0, **delta):
+    """A chunk with one choice; ``content`` and extra delta fields as given."""
+    if content is not None:
+        delta["content"] = content
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }

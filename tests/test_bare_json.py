@@ -19,7 +19,7 @@ from textcalls.sse import SSERecovery
 from textcalls.stream import ChunkRecovery, recover_stream
 
 from .conftest import IMPLS
-from .streams import feed_in_pieces
+from .streams import ch, feed_in_pieces
 
 
 def _tools(*names):
@@ -294,18 +294,6 @@ def test_twin_agrees(data, text):
 
 
 # --- through the gateway helpers --------------------------------------------------------------------
-
-
-def ch(content=None, *, finish=None, index=0, **delta):
-    if content is not None:
-        delta["content"] = content
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
-    }
 
 
 def _out(chunks):

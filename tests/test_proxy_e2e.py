@@ -416,30 +416,36 @@ def test_a_client_leaving_is_logged_with_the_status_it_got(impl, gateway, caplog
 # --- the command -----------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def proxy_command(*args, env=None):
+    """``python -m textcalls proxy ARGS`` with its stderr piped (unbuffered); killed if it outlives the
+    test (60 s) or is still running at the end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "textcalls", "proxy", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"},
+    )
+    killer = threading.Timer(60, proc.kill)
+    killer.start()
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        killer.cancel()
+        proc.stderr.close()
+
+
 def test_the_textcalls_proxy_command(impl, gateway):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = dict(os.environ)
     env.pop("TEXTCALLS_NO_EXTENSIONS", None)
     if impl.__name__.endswith("_py"):
         env["TEXTCALLS_NO_EXTENSIONS"] = "1"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "textcalls",
-            "proxy",
-            "--upstream",
-            gateway.upstream_url,
-            "--listen",
-            "127.0.0.1:0",
-            "--prompt-guided",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    killer = threading.Timer(60, proc.kill)  # never outlives the test
-    killer.start()
-    try:
+    with proxy_command(
+        "--upstream", gateway.upstream_url, "--listen", "127.0.0.1:0", "--prompt-guided", env=env
+    ) as proc:
         banner = proc.stderr.readline()
         assert "textcalls proxy on http://127.0.0.1:" in banner, banner
         scanner = "python" if impl.__name__.endswith("_py") else "cython"
@@ -457,12 +463,6 @@ def test_the_textcalls_proxy_command(impl, gateway):
         if os.name == "posix":  # elsewhere terminate() is not a signal the proxy can catch
             assert proc.wait(10) == 0  # SIGTERM stops it cleanly
             assert "textcalls proxy stopping (SIGTERM)" in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        killer.cancel()
-        proc.stderr.close()
 
 
 @pytest.mark.parametrize(
@@ -536,27 +536,8 @@ def test_workers_share_the_port_and_stop_together(gateway):
     with socket.socket() as probe:  # a free port: --workers needs a fixed one
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "textcalls",
-            "proxy",
-            "--upstream",
-            gateway.upstream_url,
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--prompt-guided",
-            "--workers",
-            "2",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    killer = threading.Timer(60, proc.kill)  # never outlives the test
-    killer.start()
-    try:
+    args = ("--upstream", gateway.upstream_url, "--listen", f"127.0.0.1:{port}", "--prompt-guided", "--workers", "2")
+    with proxy_command(*args) as proc:
         banners = [proc.stderr.readline() for _ in range(2)]  # one per worker
         assert all(f"textcalls proxy on http://127.0.0.1:{port} " in b for b in banners), banners
         # one worker besides this process (multiprocessing's resource tracker is a child too)
@@ -584,12 +565,6 @@ def test_workers_share_the_port_and_stop_together(gateway):
             or pathlib.Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
             for w in workers
         )
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        proc.stderr.close()
-        killer.cancel()
 
 
 def test_workers_need_a_fixed_port(gateway):

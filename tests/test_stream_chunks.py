@@ -15,23 +15,12 @@ from textcalls.markers import MAX_BLOCK
 from textcalls.parse import parse
 from textcalls.stream import ChunkRecovery, arecover_stream, recover_stream
 
+from .streams import ch
+
 DS_OPEN, DS_SEP, DS_CLOSE = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"
 DS_SECTION_OPEN, DS_SECTION_CLOSE = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 BLOCK_F = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
 BLOCK_G = '<tool_call>{"name": "g", "arguments": {}}</tool_call>'
-
-
-def ch(content=None, *, finish=None, index=0, **delta):
-    """A chunk with one choice; ``content`` and extra delta fields as given."""
-    if content is not None:
-        delta["content"] = content
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}],
-    }
 
 
 def run(chunks, *, native=True, has_tools=True, **kw):
