@@ -582,7 +582,8 @@ cdef class StreamScrubber:
             if self._spec.find_first(kind, data, 0, n) < 0 and not (
                     self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
                     self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n) and not (
-                    self._trail and (_find(kind, data, 0, n, 0x7B) >= 0 or _find(kind, data, 0, n, 0x5B) >= 0)):
+                    self._trail and (_find(kind, data, 0, n, 0x7B) >= 0 or (
+                        not self._spec.first[0x5B] and _find(kind, data, 0, n, 0x5B) >= 0))):
                 if self._after_block >= 0 and not _all_ws(delta):
                     self._after_block = -1
                 if self._lines:
@@ -795,7 +796,7 @@ cdef class StreamScrubber:
                 if self._next_tick >= 0 and (i < 0 or self._next_tick < i):
                     i = self._next_tick
             if self._trail and not (fences and self._fence):
-                for f in range(2):
+                for f in range(1 if self._spec.first[0x5B] else 2):  # '[' may be searched already
                     if self._next_brace[f] == -2 or (self._next_brace[f] >= 0 and self._next_brace[f] < search):
                         self._next_brace[f] = _find(kind, d, search, n, 0x7B if f == 0 else 0x5B)
                     if self._next_brace[f] >= 0 and (i < 0 or self._next_brace[f] < i):

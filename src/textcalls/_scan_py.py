@@ -265,7 +265,9 @@ class StreamScrubber:
             self._holding = BARE_LEAD
         # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
         self._trail = self._ctx.has_tools
-        self._firsts = self._spec.first_chars + ("{", "[") if self._trail else self._spec.first_chars
+        # with _trail, "{" and "[" too (each searched once: "[" may begin a literal already)
+        extra = tuple(c for c in "{[" if c not in self._spec.first_chars) if self._trail else ()
+        self._firsts = self._spec.first_chars + extra
         self._bare_stop = 0  # no bare-call candidate starts before this offset (an earlier one read there)
         self._reasoning = reasoning_started  # inside a reasoning span
         # the reasoning text not yet taken, and the blocks of spans until decided (shared code)
