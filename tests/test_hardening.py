@@ -253,3 +253,38 @@ def test_a_scrubber_called_from_two_threads_at_once_raises(impl, monkeypatch):
     assert got["out"] == "Hi "  # the first call was not disturbed
     assert [(c.name, c.arguments) for c in s.calls] == [("lookup", "{}")]
     assert s.feed(" bye") == " bye" and s.flush() == ""  # usable again once that call returned
+
+
+# -- bounded grammars at every layer ----------------------------------------------------------------
+
+
+def _bounded_cases():
+    from textcalls.dialects.jsonlike import NOTATION_NODES_MAX
+    from textcalls.dialects.pythonic import NODES_MAX
+    from textcalls.dialects.xml import TAGS_MAX
+    from textcalls.relaxed_json import MAX_DEPTH, REPAIR_TOKENS
+
+    args = "".join(f"a{k}=1," for k in range(NODES_MAX))
+    return {
+        "pythonic": "ok <|tool_call_start|>[f(" + args + ")]<|tool_call_end|> end",
+        "gemma": "ok <|tool_call>call:f{"
+        + ",".join(f"a{k}:1" for k in range(NOTATION_NODES_MAX))
+        + "}<tool_call|> end",
+        "xml": "ok <tool_call>\n<function=f>\n"
+        + "<parameter=p>v</parameter>\n" * TAGS_MAX
+        + "</function>\n</tool_call> end",
+        "deep": "ok <tool_call>" + "[" * (MAX_DEPTH + 1) + "</tool_call> end",
+        "dense": 'ok <tool_call>{"name": "f", "arguments": {' + "a: 1, " * REPAIR_TOKENS + "}}</tool_call> end",
+    }
+
+
+@pytest.mark.parametrize("name", ["pythonic", "gemma", "xml", "deep", "dense"])
+def test_a_body_past_a_grammar_bound_is_malformed_at_every_layer(impl, name):
+    """The bounds live in the grammars, below the scanners: any split, the chunk stream and SSE give what
+    ``parse`` gives (the block removed, no call, the prose kept)."""
+    text = _bounded_cases()[name]
+    parsed = parse(text)
+    assert (parsed.content, parsed.calls, parsed.removed) == ("ok  end", [], 1)
+    deltas = [text[k : k + 997] for k in range(0, len(text), 997)]
+    assert through_chunks(deltas) == ("ok  end", [], ["stop"])
+    assert through_sse(deltas, cuts=(5, 4096)) == ("ok  end", [], ["stop"])
