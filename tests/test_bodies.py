@@ -13,6 +13,8 @@ from textcalls.markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from textcalls.toolcall import ToolCall
 
 SEP = "<\uff5ctool\u2581sep\uff5c>"
+# the grammars keep plain JSON arguments as written (_scan.impl.plain_object): run each test on both
+pytestmark = pytest.mark.usefixtures("impl")
 
 
 def test_separator_literal():
@@ -40,10 +42,16 @@ def test_hermes_surrounding_whitespace():
     assert hermes('\n  {"name": "f", "arguments": {"a": 1}}\n ') == ToolCall("f", '{"a": 1}')
 
 
-def test_hermes_non_ascii_kept():
-    assert hermes('{"name": "f", "arguments": {"city": "Z\\u00fcrich", "x": "日本"}}') == ToolCall(
-        "f", '{"city": "Zürich", "x": "日本"}'
-    )
+def test_hermes_arguments_kept_as_written_escapes_and_non_ascii_alike():
+    call = hermes('{"name": "f", "arguments": {"city": "Z\\u00fcrich", "x": "日本"}}')
+    assert call == ToolCall("f", '{"city": "Z\\u00fcrich", "x": "日本"}')
+    assert json.loads(call.arguments) == {"city": "Zürich", "x": "日本"}
+
+
+def test_hermes_arguments_as_json_text_are_written_again_non_ascii_kept():
+    # a string holding the object is read and written by json.dumps(ensure_ascii=False)
+    call = hermes('{"name": "f", "arguments": "{\\"city\\": \\"Z\\\\u00fcrich\\",\\"x\\":\\"日本\\"}"}')
+    assert call == ToolCall("f", '{"city": "Zürich", "x": "日本"}')
 
 
 @pytest.mark.parametrize("name", ["  f", "f  ", "\n f \t"])

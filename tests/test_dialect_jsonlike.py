@@ -50,6 +50,8 @@ GRAMMARS = [
     function_gemma,
 ]
 Q = '<|"|>'  # Gemma 4's string delimiter
+# the grammars keep plain JSON arguments as written (_scan.impl.plain_object): run each test on both
+pytestmark = pytest.mark.usefixtures("impl")
 
 
 def pairs(calls):

@@ -15,11 +15,14 @@ from textcalls._table import BareLead, read_bare, read_block, read_unterminated,
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
+from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX
 from textcalls.screens import may_contain_markup
 
-__all__ = ["StreamScrubber", "hold_from", "may_contain_markup", "TABLE_LIMITS"]
+__all__ = ["StreamScrubber", "hold_from", "may_contain_markup", "plain_object", "TABLE_LIMITS"]
 
 cdef extern from "Python.h":
+    ctypedef unsigned char Py_UCS1
+    ctypedef unsigned short Py_UCS2
     int PyUnicode_KIND(object) noexcept
     const void* PyUnicode_DATA(object) noexcept
     Py_ssize_t PyUnicode_GET_LENGTH(object) noexcept
@@ -413,6 +416,229 @@ def hold_from(text, *, formats=None):
                 if n - i < spec.entries[e].lit.n and _match(kind, d, n, i, &spec.entries[e].lit) == -1:
                     return i
     return last
+
+
+# -- plain JSON objects, read where they are written ------------------------------------------------
+
+cdef enum:
+    DEPTH_ARRAY = 128   # the bracket stack of plain_object: PLAIN_DEPTH_MAX must fit
+
+if PLAIN_DEPTH_MAX >= DEPTH_ARRAY:
+    raise ImportError("textcalls._scan_c: relaxed_json.PLAIN_DEPTH_MAX does not fit its bracket stack")
+cdef Py_ssize_t C_DEPTH_MAX = PLAIN_DEPTH_MAX
+cdef Py_ssize_t C_NUMBER_MAX = PLAIN_NUMBER_MAX
+
+cdef enum Expect:
+    X_KEY_OR_CLOSE   # after "{"
+    X_KEY            # after "," in an object
+    X_VALUE          # after ":", or after "," in an array
+    X_VALUE_OR_CLOSE  # after "["
+    X_AFTER          # after a value
+
+
+cdef inline Py_ssize_t _json_ws(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    """The first index from ``i`` that is not JSON whitespace (space, tab, LF, CR)."""
+    cdef Py_UCS4 c
+    while i < n:
+        c = PyUnicode_READ(kind, d, i)
+        if c != 0x20 and c != 0x0A and c != 0x0D and c != 0x09:
+            return i
+        i += 1
+    return n
+
+
+cdef inline bint _hex(Py_UCS4 c) noexcept nogil:
+    return 0x30 <= c <= 0x39 or 0x41 <= c <= 0x46 or 0x61 <= c <= 0x66
+
+
+cdef inline bint _digit(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    return i < n and 0x30 <= PyUnicode_READ(kind, d, i) <= 0x39
+
+
+cdef inline Py_ssize_t _string_run(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    """The first index from ``i`` of a quote, a backslash or a control character (``n`` if none)."""
+    cdef const Py_UCS1* p1
+    cdef const Py_UCS2* p2
+    cdef const Py_UCS4* p4
+    if kind == 1:
+        p1 = <const Py_UCS1*>d
+        while i < n and p1[i] >= 0x20 and p1[i] != 0x22 and p1[i] != 0x5C:
+            i += 1
+    elif kind == 2:
+        p2 = <const Py_UCS2*>d
+        while i < n and p2[i] >= 0x20 and p2[i] != 0x22 and p2[i] != 0x5C:
+            i += 1
+    else:
+        p4 = <const Py_UCS4*>d
+        while i < n and p4[i] >= 0x20 and p4[i] != 0x22 and p4[i] != 0x5C:
+            i += 1
+    return i
+
+
+cdef Py_ssize_t _json_string(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint* escaped) noexcept nogil:
+    """The index after the JSON string whose quote is at ``i`` (strict: no control character), or -1;
+    ``escaped`` is set when it has a backslash."""
+    cdef Py_UCS4 c
+    cdef Py_ssize_t k
+    i += 1
+    while i < n:
+        i = _string_run(kind, d, n, i)
+        if i >= n:
+            return -1
+        c = PyUnicode_READ(kind, d, i)
+        if c == 0x22:
+            return i + 1
+        if c == 0x5C:
+            escaped[0] = True
+            if i + 1 >= n:
+                return -1
+            c = PyUnicode_READ(kind, d, i + 1)
+            if c == 0x75:  # \\uXXXX
+                if i + 5 >= n:
+                    return -1
+                for k in range(i + 2, i + 6):
+                    if not _hex(PyUnicode_READ(kind, d, k)):
+                        return -1
+                i += 6
+            elif c == 0x22 or c == 0x5C or c == 0x2F or c == 0x62 or c == 0x66 or c == 0x6E or c == 0x72 or c == 0x74:
+                i += 2
+            else:
+                return -1
+        elif c < 0x20:
+            return -1
+        else:
+            i += 1
+    return -1
+
+
+cdef Py_ssize_t _json_number(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    """The index after the number at ``i``, or -1: not a JSON number, or one ``plain_object`` declines
+    (an exponent, or longer than PLAIN_NUMBER_MAX)."""
+    cdef Py_ssize_t start = i
+    if i < n and PyUnicode_READ(kind, d, i) == 0x2D:
+        i += 1
+    if not _digit(kind, d, n, i):
+        return -1
+    if PyUnicode_READ(kind, d, i) == 0x30:
+        i += 1
+    else:
+        while _digit(kind, d, n, i):
+            i += 1
+    if i < n and PyUnicode_READ(kind, d, i) == 0x2E:
+        i += 1
+        if not _digit(kind, d, n, i):
+            return -1
+        while _digit(kind, d, n, i):
+            i += 1
+    if i < n and (PyUnicode_READ(kind, d, i) == 0x65 or PyUnicode_READ(kind, d, i) == 0x45):  # e, E
+        return -1
+    return -1 if i - start > C_NUMBER_MAX else i
+
+
+cdef inline Py_ssize_t _json_word(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, const char* word) noexcept nogil:
+    """The index after ``word`` (true, false, null) at ``i``, or -1."""
+    cdef Py_ssize_t k = 0
+    while word[k]:
+        if i + k >= n or PyUnicode_READ(kind, d, i + k) != <Py_UCS4>word[k]:
+            return -1
+        k += 1
+    return i + k
+
+
+def plain_object(text):
+    """``(start, end, members)`` when ``text`` is one JSON object read as written, else ``None``.
+
+    As written: ``json.loads`` reads it (strict), with no number in exponent form or longer than
+    ``PLAIN_NUMBER_MAX`` characters, no ``NaN``/``Infinity``, and at most ``PLAIN_DEPTH_MAX`` levels of
+    brackets. ``text[start:end]`` is the object (JSON whitespace around it); ``members`` its top-level
+    members as ``(key, value_start, value_end)`` in order, duplicates included, ``key`` ``None`` when
+    written with an escape.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"plain_object() expects str, not {type(text).__name__}")
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t i = _json_ws(kind, d, n, 0), start, depth = 1, key_start, key_end, value_start = 0
+    cdef char stack[DEPTH_ARRAY]
+    cdef Expect expect = X_KEY_OR_CLOSE
+    cdef bint escaped = False
+    cdef Py_UCS4 c
+    if i >= n or PyUnicode_READ(kind, d, i) != 0x7B:
+        return None
+    start = i
+    stack[1] = 0x7B
+    members = []
+    key = None
+    i += 1
+    while True:
+        i = _json_ws(kind, d, n, i)
+        if i >= n:
+            return None
+        c = PyUnicode_READ(kind, d, i)
+        if expect == X_KEY_OR_CLOSE or expect == X_KEY:
+            if c == 0x7D and expect == X_KEY_OR_CLOSE:
+                depth -= 1
+                i += 1
+            elif c == 0x22:
+                escaped = False
+                key_start = i
+                i = _json_string(kind, d, n, i, &escaped)
+                if i < 0:
+                    return None
+                key_end = i
+                i = _json_ws(kind, d, n, i)
+                if i >= n or PyUnicode_READ(kind, d, i) != 0x3A:
+                    return None
+                i = _json_ws(kind, d, n, i + 1)
+                if depth == 1:  # a member of the object itself: its key and where its value starts
+                    key = None if escaped else text[key_start + 1 : key_end - 1]
+                    value_start = i
+                expect = X_VALUE
+                continue
+            else:
+                return None
+        elif expect == X_VALUE or expect == X_VALUE_OR_CLOSE:
+            if c == 0x5D and expect == X_VALUE_OR_CLOSE:
+                depth -= 1
+                i += 1
+            elif c == 0x7B or c == 0x5B:
+                depth += 1
+                if depth > C_DEPTH_MAX:
+                    return None
+                stack[depth] = <char>c
+                expect = X_KEY_OR_CLOSE if c == 0x7B else X_VALUE_OR_CLOSE
+                i += 1
+                continue
+            elif c == 0x22:
+                i = _json_string(kind, d, n, i, &escaped)
+            elif c == 0x2D or 0x30 <= c <= 0x39:
+                i = _json_number(kind, d, n, i)
+            elif c == 0x74:
+                i = _json_word(kind, d, n, i, b"true")
+            elif c == 0x66:
+                i = _json_word(kind, d, n, i, b"false")
+            elif c == 0x6E:
+                i = _json_word(kind, d, n, i, b"null")
+            else:
+                return None
+            if i < 0:
+                return None
+        else:  # X_AFTER
+            if c == 0x2C:
+                expect = X_KEY if stack[depth] == 0x7B else X_VALUE
+                i += 1
+                continue
+            if c != (0x7D if stack[depth] == 0x7B else 0x5D):
+                return None
+            depth -= 1
+            i += 1
+        # a value ended at i: a scalar, or a container closed
+        if depth == 0:  # the object itself
+            return (start, i, members) if _json_ws(kind, d, n, i) == n else None
+        if depth == 1:
+            members.append((key, value_start, i))
+        expect = X_AFTER
 
 
 # -- the stream state machine ---------------------------------------------------------------------

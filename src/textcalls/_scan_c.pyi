@@ -10,13 +10,14 @@ from textcalls.options import Options
 from textcalls.screens import may_contain_markup as may_contain_markup
 from textcalls.toolcall import ToolCall
 
-__all__ = ["TABLE_LIMITS", "StreamScrubber", "hold_from", "may_contain_markup"]
+__all__ = ["TABLE_LIMITS", "StreamScrubber", "hold_from", "may_contain_markup", "plain_object"]
 
 #: What this build's arrays hold: (longest literal, distinct first characters); import fails unless
 #: they are markers.py's (LITERAL_MAX, FIRST_CHARS_MAX).
 TABLE_LIMITS: tuple[int, int]
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int: ...
+def plain_object(text: str) -> tuple[int, int, list[tuple[str | None, int, int]]] | None: ...
 
 class StreamScrubber:
     def __init__(

@@ -7,9 +7,11 @@ tests cross-check the two.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterable
+from json.decoder import scanstring  # type: ignore[attr-defined]  # json's C scanner, not in typeshed
 from typing import Any
 
 from ._reasoning import Reasoning
@@ -24,10 +26,11 @@ from ._table import (
 )
 from .markers import ATTR_MAX, SECTION_GAP_MAX, WHITESPACE
 from .options import DEFAULT, Options, options_of
+from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX
 from .screens import may_contain_markup
 from .toolcall import ToolCall
 
-__all__ = ["StreamScrubber", "hold_from", "may_contain_markup"]
+__all__ = ["StreamScrubber", "hold_from", "may_contain_markup", "plain_object"]
 
 # what the scrubber holds at a message's start or end (``_holding``), as in the Cython scanner's Holding
 NOT_HOLDING = 0  # nothing: the scanner reads every delta
@@ -70,6 +73,91 @@ def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int:
             if any(len(tail) < len(lit) and lit.startswith(tail) for lit in spec.literals):
                 return k
     return first
+
+
+def _decline(text: str) -> object:
+    raise ValueError(f"not read as written: {text[:20]}")
+
+
+def _plain_int(text: str) -> int:
+    if len(text) > PLAIN_NUMBER_MAX:
+        _decline(text)
+    return 0  # the value is not used: only its text is kept
+
+
+def _plain_float(text: str) -> float:
+    if len(text) > PLAIN_NUMBER_MAX or "e" in text or "E" in text:
+        _decline(text)
+    return 0.0
+
+
+#: json's own scanner, declining what ``plain_object`` does not keep as written
+_PLAIN_DECODER: Any = json.JSONDecoder(parse_int=_plain_int, parse_float=_plain_float, parse_constant=_decline)
+_PLAIN_SCAN = _PLAIN_DECODER.scan_once  # (value, end) of the value at an index; StopIteration if none
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _json_ws(text: str, i: int) -> int:
+    """The first index from ``i`` that is not JSON whitespace (space, tab, LF, CR)."""
+    m = _JSON_WS.match(text, i)
+    return i if m is None else m.end()
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` deep (itself one level)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def plain_object(text: str) -> tuple[int, int, list[tuple[str | None, int, int]]] | None:
+    """``(start, end, members)`` when ``text`` is one JSON object read as written, else ``None``.
+
+    As written: ``json.loads`` reads it (strict), with no number in exponent form or longer than
+    ``PLAIN_NUMBER_MAX`` characters, no ``NaN``/``Infinity``, and at most ``PLAIN_DEPTH_MAX`` levels of
+    brackets. ``text[start:end]`` is the object (JSON whitespace around it); ``members`` its top-level
+    members as ``(key, value_start, value_end)`` in order, duplicates included, ``key`` ``None`` when
+    written with an escape.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"plain_object() expects str, not {type(text).__name__}")
+    start = i = _json_ws(text, 0)
+    if not text.startswith("{", i):
+        return None
+    members: list[tuple[str | None, int, int]] = []
+    i = _json_ws(text, i + 1)
+    if text.startswith("}", i):
+        i += 1
+    else:
+        while True:
+            if not text.startswith('"', i):
+                return None
+            key_start = i
+            try:
+                key, key_end = scanstring(text, i + 1)
+                colon = _json_ws(text, key_end)
+                if not text.startswith(":", colon):
+                    return None
+                value_start = _json_ws(text, colon + 1)
+                value, i = _PLAIN_SCAN(text, value_start)
+            except (ValueError, StopIteration, RecursionError):
+                return None
+            if isinstance(value, (dict, list)) and _deeper_than(value, PLAIN_DEPTH_MAX - 1):
+                return None
+            members.append((None if text.find("\\", key_start, key_end) >= 0 else key, value_start, i))
+            i = _json_ws(text, i)
+            if text.startswith("}", i):
+                i += 1
+                break
+            if not text.startswith(",", i):
+                return None
+            i = _json_ws(text, i + 1)
+    return (start, i, members) if _json_ws(text, i) == len(text) else None
 
 
 class _Spec:

@@ -16,7 +16,7 @@ import json
 import re
 from typing import Final
 
-__all__ = ["NO_VALUE", "decode", "loads", "strip_fence"]
+__all__ = ["NO_VALUE", "PLAIN_DEPTH_MAX", "PLAIN_NUMBER_MAX", "decode", "loads", "strip_fence"]
 
 #: What ``decode`` returns for text that is not JSON, even after the repairs: the grammars' one
 #: "no value" sentinel (``dialects.context`` returns it for a value that does not fit a schema type).
@@ -36,6 +36,11 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _COLON = re.compile(r"\s*:")
+#: Arguments are kept as the model wrote them (``_scan.impl.plain_object``, both implementations) only when
+#: their object nests at most this deep and has no number longer than ``PLAIN_NUMBER_MAX`` characters (or in
+#: exponent form); any other JSON is read and written again (``json.loads``, ``json.dumps``).
+PLAIN_DEPTH_MAX = 100
+PLAIN_NUMBER_MAX = 300
 #: How deep a repaired value may nest: ``json.loads`` fails deeper than the recursion limit (1000 by
 #: default) anyway, so the repair gives up there instead of reading the rest of the text.
 MAX_DEPTH = 1000

@@ -21,6 +21,7 @@ import re
 from ..relaxed_json import decode
 from ..toolcall import ToolCall, make_call
 from .context import Context
+from .jsonlike import as_written
 
 __all__ = ["harmony", "harmony_text"]
 
@@ -108,4 +109,5 @@ def _call(name: str | None, args_text: str) -> ToolCall | None:
     """The call of ``name`` with the JSON object in ``args_text`` as its arguments (strict, then the
     conservative repairs; empty is ``{}``), or ``None``."""
     text = args_text.strip()
-    return make_call(name, decode(text) if text else {})  # the name stripped: "get " before a channel word
+    # the name stripped: "get " before a channel word
+    return as_written(name, text) or make_call(name, decode(text) if text else {})

@@ -24,6 +24,7 @@ import json
 import re
 from typing import cast
 
+from .. import _scan
 from ..markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from ..relaxed_json import NO_VALUE, decode, strip_fence
 from ..toolcall import ToolCall, make_call
@@ -32,6 +33,7 @@ from .context import Context
 __all__ = [
     "apertus",
     "arrow_call",
+    "as_written",
     "bare_calls",
     "bare_json_message",
     "call_from_block",
@@ -117,8 +119,44 @@ def deepseek(opener: str, body: str, ctx: Context) -> list[ToolCall]:
 
 def _hermes_body(body: str) -> ToolCall | None:
     """``{"name": ..., "arguments": ...}``: arguments under the first key present, maybe as JSON text."""
-    call = decode(body.strip())
-    return _call_object(call) if isinstance(call, dict) else None
+    text = body.strip()
+    plain = _scan.impl.plain_object(text)
+    call = None if plain is None else _plain_call_object(text, plain[2])
+    if call is not None:
+        return call
+    value = decode(text)
+    return _call_object(value) if isinstance(value, dict) else None
+
+
+def _plain_call_object(text: str, members: list) -> ToolCall | None:
+    """The call of a plain call object (``_scan.impl.plain_object``) whose arguments are an object, kept as
+    written; ``None`` for any other shape (read by ``_call_object`` then, as JSON values)."""
+    spans = {}
+    for key, start, end in members:
+        if key is None:  # written with an escape: maybe "name" or an arguments key
+            return None
+        spans[key] = (start, end)  # the last of duplicates, as json.loads
+    name_span = spans.get("name")
+    args_span = next((spans[key] for key in _ARGUMENT_KEYS if key in spans), None)
+    if name_span is None or args_span is None or text[name_span[0]] != '"' or text[args_span[0]] != "{":
+        return None
+    name = text[name_span[0] + 1 : name_span[1] - 1]
+    if "\\" in name:
+        name = json.loads(text[name_span[0] : name_span[1]])
+    return ToolCall(name.strip(), text[args_span[0] : args_span[1]]) if name.strip() else None
+
+
+def as_written(name: object, text: str, call_id: str | None = None) -> ToolCall | None:
+    """The call of ``name`` with ``text`` as its arguments, kept exactly as written, when ``text`` is a
+    plain JSON object (``_scan.impl.plain_object``: strict JSON as ``json.loads`` reads it, JSON whitespace
+    around it left out) and ``name`` a non-blank string; ``None`` otherwise. Where it gives a call,
+    ``make_call(name, decode(text), call_id)`` gives one equal as JSON, at the cost of reading and writing
+    the arguments again."""
+    plain = _scan.impl.plain_object(text)
+    if plain is None or not isinstance(name, str) or not name.strip():
+        return None
+    arguments = text[plain[0] : plain[1]]
+    return ToolCall(name.strip(), arguments) if call_id is None else ToolCall(name.strip(), arguments, id=call_id)
 
 
 def _deepseek_body(body: str) -> ToolCall | None:
@@ -127,10 +165,12 @@ def _deepseek_body(body: str) -> ToolCall | None:
     if not sep:
         return _hermes_body(body)
     if tail.lstrip().startswith(("{", "```")):
-        return make_call(head, decode(tail))
+        return as_written(head, tail) or make_call(head, decode(tail))
     name, _, rest = tail.partition("\n")
     rest = strip_fence(rest)
-    return make_call(name, decode(rest) if rest.strip() else {})
+    if not rest.strip():
+        return make_call(name, {})
+    return as_written(name, rest) or make_call(name, decode(rest))
 
 
 def _call_object(call: dict, call_id: str | None = None) -> ToolCall | None:
@@ -364,7 +404,7 @@ def function_tag(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return None
     name = m.group("n1") or m.group("n2")
     text = strip_fence(body).strip()
-    call = make_call(name, decode(text) if text else {})
+    call = as_written(name, text) or make_call(name, decode(text) if text else {})
     return [] if call is None else [call]
 
 
@@ -391,6 +431,9 @@ def kimi_k2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return []
     name = m.group("name").removeprefix("functions.")
     text = tail.strip()
+    call = as_written(name, text, call_id)
+    if call is not None:
+        return [call]
     args = decode(text) if text else {}
     if isinstance(args, str):  # arguments encoded twice: a JSON string holding the object
         args = decode(args)
@@ -416,7 +459,8 @@ def mistral(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     if not m:
         return []
     args = text[m.end() :]
-    call = make_call(m.group("name"), decode(args) if args.startswith("{") else None, m.group("id"))
+    name, call_id = m.group("name"), m.group("id")
+    call = as_written(name, args, call_id) or make_call(name, decode(args) if args.startswith("{") else None, call_id)
     return [] if call is None else [call]
 
 
@@ -471,7 +515,7 @@ def name_then_json(opener: str, body: str, ctx: Context) -> list[ToolCall] | Non
     if not m:
         return []
     text = strip_fence(body[m.end() :]).strip()
-    call = make_call(m.group("name"), decode(text) if text else {})
+    call = as_written(m.group("name"), text) or make_call(m.group("name"), decode(text) if text else {})
     return [] if call is None else [call]
 
 

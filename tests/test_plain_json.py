@@ -1,0 +1,260 @@
+"""``plain_object``: JSON objects read where they are written, so that arguments are kept as the model wrote
+them (no ``json.loads`` then ``json.dumps``). Both implementations give the same answer for any text, and
+accept only what ``json.loads`` reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from textcalls import _scan_py
+from textcalls.dialects.jsonlike import as_written, call_from_block
+from textcalls.markers import DEEPSEEK_SEP, HERMES
+from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, decode
+from textcalls.toolcall import ToolCall, make_call
+
+try:
+    from textcalls import _scan_c
+except ImportError:  # a pure-Python install
+    _scan_c = None
+
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def plain(impl, text):
+    return impl.plain_object(text)
+
+
+# --- the rules, one by one ----------------------------------------------------------------------------
+
+
+def test_members_are_spans_of_the_values_in_order(impl):
+    text = ' {"a": 1, "b" :[true, {"c": null}] ,"a":"x"}\n'
+    start, end, members = plain(impl, text)
+    assert text[start:end] == text.strip()
+    assert [(key, text[s:e]) for key, s, e in members] == [
+        ("a", "1"),
+        ("b", '[true, {"c": null}]'),
+        ("a", '"x"'),  # duplicates are kept, in order
+    ]
+
+
+def test_an_empty_object(impl):
+    assert plain(impl, "{}") == (0, 2, [])
+    assert plain(impl, " { \t\r\n} ") == (1, 7, [])
+
+
+def test_a_key_written_with_an_escape_is_none(impl):
+    text = '{"n\\u0061me": "f", "x\\"": 1, "ok": 2}'
+    assert [key for key, _, _ in plain(impl, text)[2]] == [None, None, "ok"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1]",  # not an object
+        '"x"',
+        "",
+        "   ",
+        "{",
+        '{"a": 1',
+        '{"a": 1,}',  # trailing commas
+        '{"a": [1,]}',
+        '{"a" 1}',
+        "{a: 1}",  # bare and single-quoted keys: the repairer's business, not JSON
+        "{'a': 1}",
+        '{"a": 01}',
+        '{"a": 1.}',
+        '{"a": .5}',
+        '{"a": +1}',
+        '{"a": -}',
+        '{"a": 1e5}',  # exponents: json.dumps would write another text (and 1e400 is no JSON value for us)
+        '{"a": 1E-2}',
+        '{"a": NaN}',
+        '{"a": Infinity}',
+        '{"a": -Infinity}',
+        '{"a": tru}',
+        '{"a": nul}',
+        '{"a": True}',
+        '{"a": "\x01"}',  # a raw control character in a string
+        '{"a": "\\x41"}',  # not a JSON escape
+        '{"a": "\\u12G4"}',
+        '{"a": "\\u12"}',
+        '{"a": 1} x',  # text after the object
+        '{"a": 1}{}',
+        "\u3000{}",  # whitespace that is not JSON's
+        "{}\u00a0",
+        "\ufeff{}",
+    ],
+)
+def test_what_is_not_read_as_written(impl, text):
+    assert plain(impl, text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": -0}', '{"a": 0.5}', '{"a": -12.250}', '{"a": "\\ud800"}', '{"a": "\ud800"}', '{"a": "\\/\\b\\f\\n\\r\\t"}'],
+)
+def test_what_is_read_as_written(impl, text):
+    assert plain(impl, text) == (0, len(text), [("a", 6, len(text) - 1)])
+
+
+def test_numbers_up_to_the_length_limit(impl):
+    ok = "1" * PLAIN_NUMBER_MAX
+    assert plain(impl, f'{{"a": {ok}}}') is not None
+    assert plain(impl, f'{{"a": {ok}1}}') is None
+    assert plain(impl, f'{{"a": -{ok[1:]}}}') is not None  # the sign counts
+    assert plain(impl, f'{{"a": -{ok}}}') is None
+    assert plain(impl, f'{{"a": 0.{ok[2:]}}}') is not None
+    assert plain(impl, f'{{"a": 0.{ok[1:]}}}') is None
+
+
+@pytest.mark.parametrize("bracket", ["[", "{"])
+def test_depth_up_to_the_limit(impl, bracket):
+    def nested(depth):  # the object itself is one level
+        inner = "1"
+        for _ in range(depth - 1):
+            inner = f"[{inner}]" if bracket == "[" else f'{{"k": {inner}}}'
+        return f'{{"a": {inner}}}' if depth > 1 else "{}"
+
+    assert plain(impl, nested(PLAIN_DEPTH_MAX)) is not None
+    assert plain(impl, nested(PLAIN_DEPTH_MAX + 1)) is None
+
+
+def test_non_string_text_is_a_type_error(impl):
+    with pytest.raises(TypeError, match="plain_object"):
+        impl.plain_object(b"{}")
+
+
+def test_a_long_string_is_read_in_linear_time(impl):
+    body = "x" * (1 << 20)
+    text = f'{{"content": "{body}", "path": "a.py"}}'
+    assert plain(impl, text)[2][0] == ("content", 12, 12 + len(body) + 2)
+    assert plain(impl, text[:-2]) is None  # the string never closes
+
+
+# --- the same answers, and only what json.loads reads --------------------------------------------------
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**40), 10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+)
+values = st.recursive(
+    scalars,
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),
+    max_leaves=12,
+)
+ALPHABET = '{}[]":,\\ \t\n\r0123456789eE.-+tfnulr/bu\x01\x7f\u3000\ud800日x'
+
+
+@st.composite
+def texts(draw):
+    """JSON objects written in various ways (separators, indentation, escapes), then maybe damaged."""
+    obj = draw(st.dictionaries(st.text(max_size=5), values, max_size=4))
+    text = json.dumps(
+        obj,
+        ensure_ascii=draw(st.booleans()),
+        indent=draw(st.none() | st.integers(0, 2)),
+        separators=draw(st.sampled_from([None, (",", ":"), (" ,", " : ")])),
+    )
+    for _ in range(draw(st.integers(0, 2))):
+        i = draw(st.integers(0, len(text)))
+        if draw(st.booleans()) and i < len(text):
+            text = text[:i] + text[i + 1 :]
+        else:
+            text = text[:i] + draw(st.sampled_from(ALPHABET)) + text[i:]
+    return text
+
+
+def check(text):
+    py = _scan_py.plain_object(text)
+    if _scan_c is not None:
+        assert _scan_c.plain_object(text) == py
+    if py is None:
+        return
+    start, end, members = py
+    value = json.loads(text)  # accepted: json reads it, and the span is the same value
+    assert json.loads(text[start:end]) == value
+    read = {key: json.loads(text[s:e]) for key, s, e in members if key is not None}  # the last of duplicates
+    if all(key is not None for key, _, _ in members):
+        assert read == value
+    else:  # an escaped key may spell any other
+        assert read.keys() <= value.keys()
+        assert len(members) >= len(value)
+
+
+@SETTINGS
+@given(texts())
+def test_both_implementations_agree_on_written_json(text):
+    check(text)
+
+
+@SETTINGS
+@given(st.text(alphabet=ALPHABET, max_size=30).map(lambda t: "{" + t))
+def test_both_implementations_agree_on_any_text(text):
+    check(text)
+
+
+# --- the grammars: arguments as written, equal as JSON to reading and writing them again --------------
+
+
+@SETTINGS
+@given(texts())
+def test_as_written_is_the_same_call_as_make_call(text):
+    for impl in [_scan_py] if _scan_c is None else [_scan_py, _scan_c]:
+        from textcalls import _scan
+
+        saved, _scan.impl = _scan.impl, impl
+        try:
+            kept = as_written("f", text)
+        finally:
+            _scan.impl = saved
+        if kept is None:
+            continue
+        made = make_call("f", decode(text))
+        assert made is not None
+        assert kept.name == made.name
+        assert json.loads(kept.arguments) == json.loads(made.arguments)
+        assert kept.arguments == text.strip(" \t\r\n")
+
+
+def test_hermes_arguments_are_the_slice_the_model_wrote(impl):
+    body = '\n{"name": "get_weather", "arguments": {"city":"Paris" ,\n "days": 3}}\n'
+    assert call_from_block(HERMES, body) == ToolCall("get_weather", '{"city":"Paris" ,\n "days": 3}')
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [
+        ('{"name": "f", "arguments": {"x": 1e3}}', '{"x": 1000.0}'),  # an exponent: written again
+        ('{"name": "f", "arguments": "{\\"x\\":1}"}', '{"x": 1}'),  # JSON text in a string: read, written
+        ('{"name": "f", "arguments": null}', "{}"),
+        ('{"n\\u0061me": "f", "arguments": {"x":1}}', '{"x": 1}'),  # an escaped key: read as JSON
+        ('{name: "f", arguments: {x:1},}', '{"x": 1}'),  # repaired: bare keys, a trailing comma
+    ],
+)
+def test_hermes_arguments_that_are_read_and_written_again(impl, body, arguments):
+    assert call_from_block(HERMES, body) == ToolCall("f", arguments)
+
+
+def test_hermes_duplicate_keys_take_the_last_as_json_does(impl):
+    body = '{"name": "a", "arguments": {"x":1}, "name": "b", "parameters": {"y":2}, "arguments": {"z":3}}'
+    assert call_from_block(HERMES, body) == ToolCall("b", '{"z":3}')
+
+
+def test_hermes_name_with_escapes(impl):
+    assert call_from_block(HERMES, '{"name": " get\\u005fweather ", "arguments": {}}') == ToolCall("get_weather", "{}")
+
+
+def test_deepseek_arguments_as_written(impl, tc):
+    fenced = f'function{DEEPSEEK_SEP}get_weather\n```json\n{{"city":  "Paris"}}\n```'
+    glued = f'get_weather{DEEPSEEK_SEP}{{"city":"Paris"}}'
+    for body, args in [(fenced, '{"city":  "Paris"}'), (glued, '{"city":"Paris"}')]:
+        text = f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{body}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+        assert [(c.name, c.arguments) for c in tc.parse(text).calls] == [("get_weather", args)]
