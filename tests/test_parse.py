@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 DS_OPEN, DS_CLOSE = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"
 DS_SEC_OPEN, DS_SEC_CLOSE, DS_SEP = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁sep｜>"
@@ -242,3 +244,49 @@ def test_non_ascii_text_of_every_width(impl, tc):
         parsed = tc.parse(prefix + '<tool_call>{"name":"f","arguments":{"v":"' + prefix + '"}}</tool_call>')
         assert parsed.content == prefix.strip()
         assert calls(parsed) == [("f", {"v": prefix})]
+
+
+# --- the quiet screen: a text without any character that can begin markup is returned at once -----------
+
+QUIET_OPTIONS = [
+    {},
+    {"code_fences": False},
+    {"tools": [{"type": "function", "function": {"name": "get_weather"}}]},
+    {"formats": ["hermes"]},
+    {"formats": ["harmony", "harmony_text"]},
+]
+
+
+@pytest.mark.parametrize(
+    ("options", "quiet"),
+    [
+        ({}, ("<", "[", "`")),
+        ({"code_fences": False}, ("<", "[")),
+        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, ("<", "[", "`", "{")),
+        ({"formats": ["hermes"], "code_fences": False}, ("<",)),
+        ({"formats": ["harmony_text"], "code_fences": False}, ("<", "f")),  # "to=" found at its "f"
+        ({"formats": ["hermes", "json_message"]}, None),  # a whole-message format reads every text
+        ({"reasoning_started": True}, None),  # every text is reasoning until </think>
+    ],
+)
+def test_what_a_quiet_text_lacks(tc, options, quiet):
+    assert tc.Options(**options).quiet == quiet
+
+
+@pytest.mark.parametrize("options", QUIET_OPTIONS)
+@given(text=st.text(alphabet=" \t\n\r\u3000{}]|｜▁>=/\"'abf:xto.()\\\u2028", max_size=40))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_quiet_text_is_what_the_scrubber_gives(impl, tc, options, text):
+    parsed = tc.parse(text, **options)
+    opts = tc.Options(**options)
+    if any(char in text for char in opts.quiet):
+        return  # not quiet: the scrubber reads it (the other tests)
+    scrubber = tc.StreamScrubber(**options)
+    content = scrubber.feed(text) + scrubber.flush()
+    assert (parsed.content, parsed.calls, parsed.removed, parsed.reasoning) == (
+        content.strip(),
+        scrubber.calls,
+        scrubber.removed,
+        scrubber.take_reasoning().strip(),
+    )
+    assert parsed.content == text.strip()

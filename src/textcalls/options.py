@@ -19,7 +19,8 @@ _NO_TOOLS = Context(None)
 class Options:
     """``parse``'s keywords, validated: a TypeError or ValueError names the one that is wrong. Also
     holds what they imply: ``table``, the enabled dialects' table (``formats``), and ``ctx``, the
-    request's tools (``tools``) as the grammars read them. Share one between the scrubbers of a request
+    request's tools (``tools``) as the grammars read them; and ``quiet``, what a text without markup lacks
+(``parse`` returns such a text at once). Share one between the scrubbers of a request
     or a stream; do not change it (build another)."""
 
     __slots__ = (
@@ -32,6 +33,7 @@ class Options:
         "reasoning_started",
         "table",
         "ctx",
+        "quiet",
     )
 
     max_block: int
@@ -43,6 +45,7 @@ class Options:
     reasoning_started: bool
     table: Table
     ctx: Context
+    quiet: tuple[str, ...] | None
 
     def __init__(
         self,
@@ -76,6 +79,22 @@ class Options:
         self.calls_in_reasoning = calls_in_reasoning
         self.code_fences = code_fences
         self.reasoning_started = reasoning_started
+        self.quiet = self._quiet()
+
+    def _quiet(self) -> tuple[str, ...] | None:
+        """The characters without which a text is all content, as it is (what can begin markup: the first
+        character of every literal, the anchors of plain-word openers, a backtick with code fences, ``{``
+        and ``[`` with tools); ``None`` when there are none such (a whole-message format is enabled, or the
+        text begins inside reasoning)."""
+        table = self.table
+        if table.whole or self.reasoning_started:
+            return None
+        chars = {literal[0] for literal in table.literals} | {anchor for _, anchor, _ in table.anchored}
+        if self.code_fences:
+            chars.add("`")
+        if self.ctx.has_tools:
+            chars |= {"{", "["}
+        return tuple(sorted(chars))
 
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:7] if getattr(self, k) != _DEFAULTS[k])

@@ -23,7 +23,7 @@ def new_call_id() -> str:
     return f"{_ID_PREFIX}{n:010x}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One recovered call.
 
