@@ -757,7 +757,14 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
         )
         == 0
     )
-    common = {"host": "127.0.0.1", "port": 8787, "native": True}
+    common = {
+        "host": "127.0.0.1",
+        "port": 8787,
+        "native": True,
+        "log_format": "text",
+        "metrics_path": "/metrics",
+        "health_path": "/healthz",
+    }
     assert calls == [
         (
             "http://127.0.0.1:1",

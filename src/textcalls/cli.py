@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import math
 import re
 import sys
+from typing import Any
 
 from . import IMPLEMENTATION, __version__
 from .openai import recover_response
 from .parse import parse
-from .proxy import BODY_TIMEOUT, CONNECT_TIMEOUT, MAX_CONNECTIONS, READ_TIMEOUT
+from .proxy import (
+    BODY_TIMEOUT,
+    CONNECT_TIMEOUT,
+    HEALTH_PATH,
+    LOG_FORMATS,
+    MAX_CONNECTIONS,
+    METRICS_PATH,
+    READ_TIMEOUT,
+    _own_path,
+)
 from .sse import SSERecovery
 
 # An SSE capture opens (after a BOM and blank lines) with a field or a comment, and has a data: line.
@@ -76,24 +85,32 @@ def _workers(value) -> int:
     return int(text)
 
 
+def _path_flag(flag: str, value: str) -> str | None:
+    """A path the proxy answers itself, or None for ``off``."""
+    return None if value == "off" else _own_path(flag, value)
+
+
 def _proxy(args, parser: argparse.ArgumentParser) -> int:
     from .proxy import check_upstream, run
 
     try:
         upstream = check_upstream(args.upstream)
         host, port = _listen(args.listen)
-        options = {
+        options: dict[str, Any] = {
             "connect_timeout": _seconds("--connect-timeout", args.connect_timeout),
             "read_timeout": _seconds("--read-timeout", args.read_timeout),
             "body_timeout": _seconds("--body-timeout", args.body_timeout),
             "max_connections": _connections(args.max_connections),
+            "metrics_path": _path_flag("--metrics-path", args.metrics_path),
+            "health_path": _path_flag("--health-path", args.health_path),
         }
+        if options["metrics_path"] is not None and options["metrics_path"] == options["health_path"]:
+            raise ValueError(f"--metrics-path and --health-path must differ, not both {args.metrics_path!r}")
         workers = _workers(args.workers)
     except ValueError as e:
         parser.error(str(e))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        run(upstream, host=host, port=port, native=args.native, workers=workers, **options)
+        run(upstream, host=host, port=port, native=args.native, workers=workers, log_format=args.log_format, **options)
     except ValueError as e:  # --workers on a platform or port that cannot have them
         parser.error(str(e))
     except ImportError as e:
@@ -131,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         "proxy",
         help="run an OpenAI-compatible reverse proxy that recovers the calls (needs textcalls[proxy])",
         description="Relay every request to the upstream. Answers to POST /v1/chat/completions that offer "
-        "tools come back with their text tool calls recovered, streamed or not. Logs one line per request.",
+        "tools come back with their text tool calls recovered, streamed or not. Logs one line per request; "
+        "serves its metrics and health itself.",
     )
     # errors on one line, for this subcommand only (the parser class is shared with "recover")
     proxy.error = lambda message: proxy.exit(2, f"textcalls proxy: error: {message}\n")  # type: ignore[method-assign]
@@ -190,6 +208,26 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         metavar="N",
         help="processes serving the port, sharing it with SO_REUSEPORT (Linux, macOS; a fixed port) (default 1)",
+    )
+    proxy.add_argument(
+        "--metrics-path",
+        default=METRICS_PATH,
+        metavar="PATH",
+        help=f"where the proxy answers GET with its metrics (Prometheus text format), never relayed; "
+        f"'off': relay that path too (default {METRICS_PATH})",
+    )
+    proxy.add_argument(
+        "--health-path",
+        default=HEALTH_PATH,
+        metavar="PATH",
+        help=f"where the proxy answers GET with 200 'ok' while it runs, never relayed; 'off': relay that path too "
+        f"(default {HEALTH_PATH})",
+    )
+    proxy.add_argument(
+        "--log-format",
+        default="text",
+        choices=LOG_FORMATS,
+        help="one line per request and per event, as text or as one JSON object (default text)",
     )
     args = parser.parse_args(argv)
     if args.command == "proxy":

@@ -5,7 +5,9 @@ through ``SSERecovery`` as they arrive, others through ``recover_response_bytes`
 request's tools given to the scrubbers (values typed by their schemas; a call of a tool the
 request did not offer stays text). Every other request, and every answer that is not a 200
 in plain JSON or SSE, is relayed as it is. Only origin-form request targets (``/path?query``) are
-relayed; any other target is a 400 that never reaches the upstream. Needs aiohttp
+relayed; any other target is a 400 that never reaches the upstream. ``GET /metrics`` (Prometheus
+text format, see ``metrics``) and ``GET /healthz`` are answered by the proxy itself, never relayed.
+One log line per request, with its fields on the record for ``JsonFormatter``. Needs aiohttp
 (``pip install 'textcalls[proxy]'``), imported only when a proxy is built.
 """
 
@@ -20,10 +22,12 @@ import multiprocessing
 import signal
 import socket
 import time
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from . import _scan
+from .metrics import CONTENT_TYPE, SLOTS, Metrics, path_label
 from .openai import check_gate
 from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery
@@ -35,10 +39,14 @@ __all__ = [
     "BODY_TIMEOUT",
     "CHAT_PATH",
     "CONNECT_TIMEOUT",
+    "HEALTH_PATH",
+    "LOG_FORMATS",
     "MAX_CONNECTIONS",
     "MAX_REQUEST",
     "MAX_RESPONSE",
+    "METRICS_PATH",
     "READ_TIMEOUT",
+    "JsonFormatter",
     "check_upstream",
     "create_app",
     "run",
@@ -61,6 +69,12 @@ READ_TIMEOUT = 600.0
 BODY_TIMEOUT = 60.0
 #: Default cap on concurrent upstream connections.
 MAX_CONNECTIONS = 100
+#: Default paths the proxy answers itself: its metrics (Prometheus text format) and its health.
+METRICS_PATH = "/metrics"
+HEALTH_PATH = "/healthz"
+#: The formats of ``run``'s log lines: ``logging``'s usual text, or one JSON object a line (``JsonFormatter``).
+LOG_FORMATS = ("text", "json")
+_TEXT_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 #: Headers that describe one connection, never forwarded (RFC 9110 7.6.1), plus proxy-connection.
 HOP_BY_HOP = frozenset(
     {
@@ -136,6 +150,55 @@ def _count(name: str, value) -> int:
     return value
 
 
+def _own_path(name: str, value) -> str | None:
+    """A path the proxy answers itself (``/metrics``): ``value``, or None for none (the path is relayed)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
+    if not (_origin_form(value) and value.isprintable()) or any(c in value for c in " ?#"):
+        raise ValueError(f"{name} must be a path like /metrics (one leading '/', no query), not {value!r}")
+    if value == CHAT_PATH:
+        raise ValueError(f"{name} cannot be {CHAT_PATH}, the path the proxy recovers")
+    return value
+
+
+def _log_format(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"log_format must be a str, not {type(value).__name__}")
+    if value not in LOG_FORMATS:
+        raise ValueError(f"log_format must be 'text' or 'json', not {value!r}")
+    return value
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a log record as one line of JSON: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``pid``,
+    ``message``, the traceback as ``exception`` if any; and for the proxy's line about a request, its
+    fields: ``method``, ``path``, ``status``, ``upstream_status``, ``outcome``, ``detail``, ``calls``,
+    ``bytes``, ``duration_ms``, ``first_byte_ms`` (see the README, The proxy)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        when = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
+        line = {
+            "time": when.replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "pid": record.process,
+            "message": record.getMessage(),
+        }
+        line.update(getattr(record, "textcalls", ()))
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line)
+
+
+def _log_to_stderr(log_format: str) -> None:
+    """Log INFO and above to stderr in ``log_format``, unless logging is configured already."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT_FORMAT))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+
+
 def _json_type(value) -> str:
     if isinstance(value, bool):
         return "a boolean"
@@ -197,6 +260,67 @@ def _ends_event(tail: bytes) -> bool:
     return rest.endswith((b"\n", b"\r"))
 
 
+def _call_count(body: bytes) -> int:
+    """The ``tool_calls`` entries of a ``chat.completion`` body's messages (0 for another shape)."""
+    try:
+        response = json.loads(body)
+    except (ValueError, RecursionError):
+        return 0
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not isinstance(choices, list):
+        return 0
+    messages = [c.get("message") for c in choices if isinstance(c, dict)]
+    return sum(len(m.get("tool_calls") or ()) for m in messages if isinstance(m, dict))
+
+
+class _Exchange:
+    """How one request went, for its log line and the metrics."""
+
+    __slots__ = ("started", "first", "status", "upstream_status", "outcome", "how", "body", "calls", "sent", "same")
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.first: float | None = None  # when the first body byte was sent (written to the transport)
+        self.status: int | None = None  # the status sent (once the answer started)
+        self.upstream_status: int | None = None
+        self.outcome = "error"  # one of metrics.OUTCOMES
+        self.how = "failed"  # the text log line's account
+        self.body = "json"  # what recovered calls came in: "json" or "sse"
+        self.calls = 0  # calls recovered
+        self.sent = 0  # body bytes of the upstream's answer sent on
+        self.same = True  # those bytes are the upstream's as it sent them
+
+    def wrote(self, data: bytes) -> None:
+        if self.first is None:
+            self.first = time.perf_counter()
+        self.sent += len(data)
+
+
+class _Echo:
+    """Whether what a recovery has sent so far is a prefix of what the upstream sent (``same``), and
+    all of it (``whole``)."""
+
+    def __init__(self) -> None:
+        self.same = True
+        self._ahead = bytearray()  # the upstream's bytes not sent yet
+
+    def check(self, data: bytes, out: bytes) -> None:
+        """``data`` was fed and ``out`` came back."""
+        if not self.same or (out is data and not self._ahead):
+            return
+        ahead = self._ahead
+        ahead += data
+        if ahead.startswith(out):
+            del ahead[: len(out)]
+        else:
+            self.same = False
+            ahead.clear()
+
+    @property
+    def whole(self) -> bool:
+        return self.same and not self._ahead
+
+
 class _BodyTimeout(Exception):
     """The client took longer than the body timeout to send its request body."""
 
@@ -245,6 +369,9 @@ class _Proxy:
         body_timeout: float,
         max_connections: int,
         max_event: int,
+        metrics: Metrics,
+        metrics_path: str | None,
+        health_path: str | None,
     ) -> None:
         self.aiohttp, self.web = _aiohttp()
         from yarl import URL  # an aiohttp dependency
@@ -258,10 +385,12 @@ class _Proxy:
         self.body_timeout = body_timeout
         self.max_connections = max_connections
         self.max_event = max_event
+        self.metrics = metrics
+        own = {metrics_path: self._metrics, health_path: self._health}
+        self.own = {path: answer for path, answer in own.items() if path is not None}  # path -> its answer
         self.session: aiohttp.ClientSession | None = None
         # one per upstream connection in use: waiting for one is bounded in time
         self.slots: asyncio.Semaphore | None = None
-        self.sending: dict = {}  # id(request) -> the status its response started with (for the log line)
 
     async def session_context(self, app):
         aiohttp = self.aiohttp
@@ -287,28 +416,82 @@ class _Proxy:
 
         return every_target
 
+    async def route(self, request):
+        """Answer the proxy's own paths; relay the others (``handle``)."""
+        answer = self.own.get(request.path)
+        if answer is None:
+            return await self.handle(request)
+        if request.method not in ("GET", "HEAD"):
+            response = self._error(405, "method_not_allowed", f"{request.path} answers GET and HEAD only")
+            response.headers["Allow"] = "GET, HEAD"
+            return response
+        return answer()
+
+    def _metrics(self):
+        return self.web.Response(
+            body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE, "Cache-Control": "no-store"}
+        )
+
+    def _health(self):
+        return self.web.Response(text="ok\n", headers={"Cache-Control": "no-store"})
+
     async def handle(self, request):
-        """Relay one request, recovering where it applies; log one line about it."""
-        started = time.perf_counter()
-        status, how = "-", "failed"
+        """Relay one request, recovering where it applies; count it and log one line about it."""
+        ex = _Exchange()
         try:
-            response, how = await self._handle(request)
-            status = response.status
+            response = await self._handle(request, ex)
+            ex.status = response.status
             return response
         except self.web.HTTPException as e:  # e.g. 413 from reading an oversized body
-            status, how = e.status, e.reason
+            ex.status, ex.how = e.status, e.reason
             raise
         except asyncio.CancelledError:
-            status, how = self.sending.get(id(request), "-"), "client gone"
+            ex.outcome, ex.how = "client_gone", "client gone"
             raise
         finally:
-            self.sending.pop(id(request), None)
-            target = request.path_qs if _origin_form(request.raw_path) else request.raw_path
-            log.info("%s %s %s %s %.1fms", request.method, target, status, how, (time.perf_counter() - started) * 1000)
+            self._done(request, ex)
+
+    def _done(self, request, ex: _Exchange) -> None:
+        end = time.perf_counter()
+        origin = _origin_form(request.raw_path)
+        target = request.path_qs if origin else request.raw_path
+        duration = end - ex.started
+        first = (end if ex.first is None else ex.first) - ex.started
+        metrics = self.metrics
+        metrics.count(
+            path_label(request.path) if origin else "other",
+            ex.outcome,
+            first,
+            sent=ex.sent,
+            untouched=ex.sent if ex.same else 0,
+        )
+        if ex.calls:
+            metrics.recovered(ex.body, ex.calls)
+        fields = {
+            "method": request.method,
+            "path": target,
+            "status": ex.status,
+            "upstream_status": ex.upstream_status,
+            "outcome": ex.outcome,
+            "detail": ex.how,
+            "calls": ex.calls,
+            "bytes": ex.sent,
+            "duration_ms": round(duration * 1000, 1),
+            "first_byte_ms": round(first * 1000, 1),
+        }
+        status = "-" if ex.status is None else ex.status
+        log.info(
+            "%s %s %s %s %.1fms", request.method, target, status, ex.how, duration * 1000, extra={"textcalls": fields}
+        )
 
     def _error(self, status: int, kind: str, message: str):
         body = {"error": {"message": message, "type": kind, "param": None, "code": status}}
         return self.web.json_response(body, status=status)
+
+    def _failed(self, ex: _Exchange, how: str, response):
+        """``response``, the proxy's own error answer, after noting ``how`` the request failed."""
+        ex.how = how
+        return response
 
     async def _close_with(self, request, response):
         """Send ``response`` now, then close the connection (the rest of the request body is not read)."""
@@ -319,7 +502,7 @@ class _Proxy:
         request.protocol.force_close()  # flushes what was written; no lingering over an unread body
         return response
 
-    async def _body_timed_out(self, request) -> tuple:
+    async def _body_timed_out(self, request, ex: _Exchange):
         log.warning(
             "%s %s: the client did not send its request body within %g s",
             request.method,
@@ -327,21 +510,22 @@ class _Proxy:
             self.body_timeout,
         )
         message = f"the request body was not received within {self.body_timeout:g} s"
-        return await self._close_with(request, self._error(408, "request_timeout", message)), "request body timeout"
+        response = await self._close_with(request, self._error(408, "request_timeout", message))
+        return self._failed(ex, "request body timeout", response)
 
-    def _bad_target(self, request) -> tuple:
+    def _bad_target(self, request, ex: _Exchange):
         message = (
             "the request target must be a path starting with one '/' (origin form): absolute-form, "
             "authority-form and '*' targets are not relayed"
         )
-        return self._error(400, "invalid_request_error", message), "bad request target"
+        return self._failed(ex, "bad request target", self._error(400, "invalid_request_error", message))
 
-    async def _handle(self, request) -> tuple:
+    async def _handle(self, request, ex: _Exchange):
         from multidict import CIMultiDict
         from yarl import URL
 
         if not _origin_form(request.raw_path):
-            return self._bad_target(request)
+            return self._bad_target(request, ex)
         try:
             url = URL(self.upstream + request.raw_path, encoded=True)
             origin = (url.scheme, url.host, url.port)
@@ -351,7 +535,7 @@ class _Proxy:
             log.warning(
                 "%s %s: not relayed: the target would change the upstream's origin", request.method, request.path_qs
             )
-            return self._bad_target(request)
+            return self._bad_target(request, ex)
         headers = CIMultiDict(_forwarded(request.headers, _REQUEST_DROP))
         tools, body = None, None
         if request.method == "POST" and request.path == CHAT_PATH:
@@ -361,7 +545,7 @@ class _Proxy:
                 else:
                     data = await asyncio.wait_for(request.read(), self.body_timeout)
             except asyncio.TimeoutError:
-                return await self._body_timed_out(request)
+                return await self._body_timed_out(request, ex)
             tools, why = _offered_tools(data)
             if why is not None:
                 log.warning("%s %s: not recovered, relayed as it is: %s", request.method, request.path_qs, why)
@@ -390,8 +574,7 @@ class _Proxy:
                 f"all {self.max_connections} upstream connections stayed busy for "
                 f"{self.connect_timeout:g} s: try again later"
             )
-            return self._error(503, "service_unavailable", message), "no free upstream connection"
-        answered = False
+            return self._failed(ex, "no free upstream connection", self._error(503, "service_unavailable", message))
         try:
             async with self.session.request(
                 request.method,
@@ -401,27 +584,27 @@ class _Proxy:
                 allow_redirects=False,
                 skip_auto_headers=_NO_AUTO_HEADERS,
             ) as upstream:
-                answered = True
-                return await self._relay(request, upstream, tools)
+                ex.upstream_status = upstream.status
+                return await self._relay(request, upstream, tools, ex)
         except (self.aiohttp.ClientError, asyncio.TimeoutError, OSError, _BodyTimeout) as e:
-            if id(request) in self.sending:  # the answer had started: _pump handles what follows
+            if ex.status is not None:  # the answer had started: _pump handles what follows
                 raise
             if body is not None and body.timed_out:
-                return await self._body_timed_out(request)
+                return await self._body_timed_out(request, ex)
+            answered = ex.upstream_status is not None
             if isinstance(e, asyncio.TimeoutError) and not _connect_timeout(self.aiohttp, e):
                 if answered:
                     message = f"upstream sent nothing more for {self.read_timeout:g} s"
                 else:
                     message = f"upstream did not answer within {self.read_timeout:g} s"
-                return self._error(504, "gateway_timeout", message), "gateway timeout"
+                return self._failed(ex, "gateway timeout", self._error(504, "gateway_timeout", message))
             message = f"upstream {'broke off' if answered else 'unreachable'}: {e or type(e).__name__}"
-            return self._error(502, "bad_gateway", message), "bad gateway"
+            return self._failed(ex, "bad gateway", self._error(502, "bad_gateway", message))
         finally:
             self.slots.release()
 
-    async def _relay(self, request, upstream, tools: list | None) -> tuple:
-        """Send the upstream answer on (recovered when ``tools`` were offered); return the response
-        and how it went."""
+    async def _relay(self, request, upstream, tools: list | None, ex: _Exchange):
+        """Send the upstream answer on (recovered when ``tools`` were offered); return the response."""
         from multidict import CIMultiDict
 
         web = self.web
@@ -433,8 +616,10 @@ class _Proxy:
             headers.popall("Content-Length", None)
             recovery = SSERecovery(native=self.native, has_tools=True, max_event=self.max_event, tools=tools)
             response = web.StreamResponse(status=200, headers=headers)
-            how = await self._pump(request, response, upstream, [], recovery)
-            return response, f"sse recovered={recovery.recovered}{how}"
+            ex.body = "sse"
+            how = await self._pump(request, response, upstream, [], ex, recovery)
+            ex.how = f"sse recovered={recovery.recovered}{how}"
+            return response
         if recover and "json" in content_type:
             held: list[bytes] = []
             size = 0
@@ -444,19 +629,36 @@ class _Proxy:
                     body = b"".join(held)
                     new = recover_response_bytes(body, native=self.native, has_tools=True, tools=tools)
                     if new is body:
-                        return web.Response(status=200, headers=headers, body=body), "json unchanged"
+                        ex.outcome, ex.how = "unchanged", "json unchanged"
+                        ex.wrote(body)
+                        return web.Response(status=200, headers=headers, body=body)
                     headers.popall("Content-Length", None)
-                    return web.Response(status=200, headers=headers, body=new), "json recovered"
+                    ex.calls = _call_count(new) - _call_count(body)
+                    ex.outcome, ex.how = ("recovered" if ex.calls else "rewritten"), "json recovered"
+                    ex.same = False
+                    ex.wrote(new)
+                    return web.Response(status=200, headers=headers, body=new)
                 held.append(data)
                 size += len(data)
             response = web.StreamResponse(status=200, headers=headers)
-            return response, "json too large, relayed" + await self._pump(request, response, upstream, held)
+            ex.outcome = "relayed"
+            ex.how = "json too large, relayed" + await self._pump(request, response, upstream, held, ex)
+            return response
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
         events = plain and content_type.startswith("text/event-stream")  # must end at an event's end
-        return response, "relayed" + await self._pump(request, response, upstream, [], events=events)
+        ex.outcome = "relayed"
+        ex.how = "relayed" + await self._pump(request, response, upstream, [], ex, events=events)
+        return response
 
     async def _pump(
-        self, request, response, upstream, held: list, recovery: SSERecovery | None = None, events: bool = False
+        self,
+        request,
+        response,
+        upstream,
+        held: list,
+        ex: _Exchange,
+        recovery: SSERecovery | None = None,
+        events: bool = False,
     ) -> str:
         """Send ``held`` and the rest of the upstream body (through ``recovery``) to the client.
 
@@ -464,43 +666,61 @@ class _Proxy:
         or timed out, or the body of an event stream (recovered, or relayed with ``events``) ended
         inside an event. The client connection is then closed, so the client sees a truncated answer,
         not a complete one, and ``recovery`` is not closed: markup it holds is never released as content.
+        With ``recovery``, sets ``ex.outcome`` when the answer is complete (the caller sets it otherwise).
         """
         tail = b""  # the last bytes relayed, with ``events``
+        echo = _Echo()
         try:
-            self.sending[id(request)] = response.status
+            ex.status = response.status
             await response.prepare(request)
             for data in held:
                 await response.write(data)
+                ex.wrote(data)
             while True:
                 try:
                     data = await upstream.content.readany()
                 except (self.aiohttp.ClientError, asyncio.TimeoutError, OSError, _BodyTimeout) as e:
-                    return self._broke_off(request, e or type(e).__name__)
+                    return self._broke_off(request, ex, e or type(e).__name__)
                 if not data:
                     break
                 if recovery is not None:
-                    data = recovery.feed(data)
+                    out = recovery.feed(data)
+                    echo.check(data, out)
+                    data = out
                 elif events:
                     tail = (tail + data)[-4:]
                 if data:
                     await response.write(data)
+                    ex.wrote(data)
             if tail and not _ends_event(tail):
-                return self._broke_off(request, "its event stream ended inside an event")
+                return self._broke_off(request, ex, "its event stream ended inside an event")
             if recovery is not None:
                 if recovery.incomplete:
-                    return self._broke_off(request, "its body ended inside an event")
+                    return self._broke_off(request, ex, "its body ended inside an event")
                 data = recovery.close()
+                echo.check(b"", data)
                 if data:
                     await response.write(data)
+                    ex.wrote(data)
+                if recovery.recovered:
+                    ex.outcome = "recovered"
+                else:
+                    ex.outcome = "unchanged" if echo.whole else "rewritten"
             await response.write_eof()
         except ConnectionError:
+            ex.outcome = "client_gone"
             return ", client gone"
+        finally:
+            ex.same = echo.same
+            if recovery is not None:
+                ex.calls = recovery.recovered
         return ""
 
-    def _broke_off(self, request, why) -> str:
+    def _broke_off(self, request, ex: _Exchange, why) -> str:
         log.warning("%s %s: upstream broke off: %s", request.method, request.path_qs, why)
         if request.transport is not None:
             request.transport.close()
+        ex.outcome = "broken"
         return ", upstream broke off"
 
 
@@ -513,6 +733,9 @@ def create_app(
     body_timeout: float = BODY_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
     max_event: int = MAX_EVENT,
+    metrics_path: str | None = METRICS_PATH,
+    health_path: str | None = HEALTH_PATH,
+    metrics: Metrics | None = None,
 ):
     """An ``aiohttp.web.Application`` proxying to ``upstream`` (see the module docstring).
 
@@ -521,12 +744,21 @@ def create_app(
     may stay silent, before its answer (then 504) or within it (then the answer is cut off).
     ``body_timeout``: seconds a client has to send its whole request body (then 408, and the
     connection is closed). ``max_event``: ``SSERecovery``'s cap on one held event.
+    ``metrics_path``, ``health_path``: the paths of the proxy's metrics and health answers (GET and
+    HEAD; other methods 405), or None to relay that path like any other. ``metrics``: the
+    ``textcalls.metrics.Metrics`` it counts in (default: its own); apps given the same one report together.
 
     Serve it with ``handler_cancellation=True`` (as ``start`` does) so that a client that
     disconnects cancels its upstream request at once.
     """
     upstream = check_upstream(upstream)
     check_gate(native, True)
+    metrics_path = _own_path("metrics_path", metrics_path)
+    health_path = _own_path("health_path", health_path)
+    if metrics_path is not None and metrics_path == health_path:
+        raise ValueError(f"metrics_path and health_path must differ, not both {metrics_path!r}")
+    if metrics is not None and not isinstance(metrics, Metrics):
+        raise TypeError(f"metrics must be a textcalls.metrics.Metrics, not {type(metrics).__name__}")
     proxy = _Proxy(
         upstream,
         native,
@@ -535,10 +767,13 @@ def create_app(
         body_timeout=_seconds("body_timeout", body_timeout),
         max_connections=_count("max_connections", max_connections),
         max_event=_count("max_event", max_event),
+        metrics=Metrics() if metrics is None else metrics,
+        metrics_path=metrics_path,
+        health_path=health_path,
     )
     app = proxy.web.Application(client_max_size=MAX_REQUEST, middlewares=[proxy.middleware])
     app.cleanup_ctx.append(proxy.session_context)
-    app.router.add_route("*", "/{tail:.*}", proxy.handle)
+    app.router.add_route("*", "/{tail:.*}", proxy.route)
     return app
 
 
@@ -553,8 +788,9 @@ async def start(
 ):
     """Start a proxy; return its ``aiohttp.web.AppRunner`` (``addresses``; ``await cleanup()`` stops it).
 
-    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``); ``reuse_port``: bind
-    with SO_REUSEPORT, so that other processes may serve the same port (``run(workers=…)``).
+    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``, the own paths,
+    ``metrics``); ``reuse_port``: bind with SO_REUSEPORT, so that other processes may serve the same port
+    (``run(workers=…)``).
     """
     web = _aiohttp()[1]
     runner = web.AppRunner(create_app(upstream, native=native, **options), handler_cancellation=True, access_log=None)
@@ -568,32 +804,47 @@ async def start(
 
 
 def run(
-    upstream: str, *, host: str = "127.0.0.1", port: int = 8787, native: bool = True, workers: int = 1, **options
+    upstream: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8787,
+    native: bool = True,
+    workers: int = 1,
+    log_format: str = "text",
+    **options,
 ) -> None:
     """Serve until SIGTERM (then return) or Ctrl-C (KeyboardInterrupt propagates); ``options`` as ``start``.
 
     ``workers``: how many processes serve the port, this one and ``workers - 1`` children, each with its
     own event loop and upstream connections (``max_connections`` each), bound with SO_REUSEPORT so that
     the kernel spreads the connections between them. It needs SO_REUSEPORT (Linux, macOS, BSD) and a
-    fixed port. SIGTERM to this process stops the children too.
+    fixed port. SIGTERM to this process stops the children too. Their metrics are shared: each counts
+    in its own row of one array in shared memory, and ``/metrics`` on any of them sums the rows.
+    ``log_format`` (``LOG_FORMATS``): each process logs INFO and above to stderr as text or one JSON
+    object a line (``JsonFormatter``); this one only if its logging is not configured already.
     """
     workers = _count("workers", workers)
+    log_format = _log_format(log_format)
+    _log_to_stderr(log_format)
     if workers == 1:
-        asyncio.run(_serve(upstream, host, port, native, options, False))
+        asyncio.run(_serve(upstream, host, port, native, options, False, None))
         return
     if not hasattr(socket, "SO_REUSEPORT"):
         raise ValueError("workers > 1 needs SO_REUSEPORT, which this platform lacks")
     if port == 0:
         raise ValueError("workers > 1 needs a fixed port: each worker binds it")
     context = multiprocessing.get_context("spawn")  # no event loop or lock copied from this process
+    store = context.RawArray("d", workers * SLOTS)  # the metrics: one row per worker, zeros
     children = [
-        context.Process(target=_worker, args=(upstream, host, port, native, options), daemon=True)
-        for _ in range(workers - 1)
+        context.Process(
+            target=_worker, args=(upstream, host, port, native, options, log_format, (store, row)), daemon=True
+        )
+        for row in range(1, workers)
     ]
     for child in children:
         child.start()
     try:
-        asyncio.run(_serve(upstream, host, port, native, options, True))
+        asyncio.run(_serve(upstream, host, port, native, options, True, (store, 0)))
     finally:
         for child in children:
             child.terminate()  # SIGTERM: each stops as this one did
@@ -601,15 +852,23 @@ def run(
             child.join(10)
 
 
-def _worker(upstream: str, host: str, port: int, native: bool, options: dict) -> None:
+def _worker(upstream: str, host: str, port: int, native: bool, options: dict, log_format: str, shared: tuple) -> None:
     """A child of ``run(workers=…)``: serve the same port until SIGTERM."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    _log_to_stderr(log_format)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C reaches the whole process group
-        asyncio.run(_serve(upstream, host, port, native, options, True))
+        asyncio.run(_serve(upstream, host, port, native, options, True, shared))
 
 
-async def _serve(upstream: str, host: str, port: int, native: bool, options: dict, reuse_port: bool) -> None:
-    runner = await start(upstream, host=host, port=port, native=native, reuse_port=reuse_port, **options)
+async def _serve(
+    upstream: str, host: str, port: int, native: bool, options: dict, reuse_port: bool, shared: tuple | None
+) -> None:
+    """Serve until SIGTERM; ``shared``: (the store, this process's row) for the metrics, or None."""
+    metrics = Metrics()
+    if shared is not None:
+        metrics.share(*shared)
+    runner = await start(
+        upstream, host=host, port=port, native=native, reuse_port=reuse_port, metrics=metrics, **options
+    )
     try:
         if urlsplit(upstream).path.endswith("/v1"):
             log.warning(

@@ -26,8 +26,10 @@ DEEPSEEK = (
     "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
 )
 PLAIN = "Paris is sunny today, 24 degrees. Nothing to call <b>here</b>."
+#: A Hermes block whose body is cut short: malformed, so it is removed and no call comes of it.
+MALFORMED = 'Here it is.<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> Done.'
 #: model name -> the assistant text it writes
-SCRIPTS = {"hermes": HERMES, "deepseek": DEEPSEEK, "plain": PLAIN}
+SCRIPTS = {"hermes": HERMES, "deepseek": DEEPSEEK, "plain": PLAIN, "malformed": MALFORMED}
 #: A structured call the "native" model sends, while its text also carries a Hermes block.
 NATIVE_CALL = {
     "index": 0,
