@@ -259,6 +259,14 @@ def test_a_tag_word_alone_is_not_a_glm_call(impl, tc):
     assert calls(tc.parse("<tool_call>get_time\n</tool_call>")) == [("get_time", {})]
 
 
+def test_a_json_call_whose_arguments_mention_glm_tags_is_a_json_call(impl, tc):
+    # a coding agent writing about GLM's format: the body is JSON, whatever its strings hold
+    text = '<tool_call>{"name": "f", "arguments": {"x": "<arg_key>a</arg_key>"}}</tool_call>'
+    parsed = tc.parse(text)
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("f", '{"x": "<arg_key>a</arg_key>"}')]
+    assert parsed.content == ""
+
+
 def test_formats_restricts_the_dialects(impl, tc):
     text = {c[0]: c[1] for c in CASES}["mistral-v11"]
     assert tc.parse(text, formats=["hermes"]).calls == []

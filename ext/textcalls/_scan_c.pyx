@@ -32,6 +32,7 @@ cdef extern from "Python.h":
 cdef enum:
     LIT_MAX = 40     # markers.LITERAL_MAX: the longest literal
     FIRST_MAX = 8    # markers.FIRST_CHARS_MAX: distinct first characters
+    SHORT_DELTA = 32  # a delta this long or shorter is screened in one pass, a longer one by memchr per character
 
 TABLE_LIMITS = (LIT_MAX, FIRST_MAX)  #: what this build's arrays hold: (longest literal, first characters)
 if TABLE_LIMITS != (LITERAL_MAX, FIRST_CHARS_MAX):
@@ -475,6 +476,26 @@ cdef inline Py_ssize_t _string_run(int kind, const void* d, Py_ssize_t n, Py_ssi
     return i
 
 
+cdef inline Py_ssize_t _quote_or_backslash(int kind, const void* d, Py_ssize_t i, Py_ssize_t end) noexcept nogil:
+    """The first index in [i, end) of a quote or a backslash (``end`` if none)."""
+    cdef const Py_UCS1* p1
+    cdef const Py_UCS2* p2
+    cdef const Py_UCS4* p4
+    if kind == 1:
+        p1 = <const Py_UCS1*>d
+        while i < end and p1[i] != 0x22 and p1[i] != 0x5C:
+            i += 1
+    elif kind == 2:
+        p2 = <const Py_UCS2*>d
+        while i < end and p2[i] != 0x22 and p2[i] != 0x5C:
+            i += 1
+    else:
+        p4 = <const Py_UCS4*>d
+        while i < end and p4[i] != 0x22 and p4[i] != 0x5C:
+            i += 1
+    return i
+
+
 cdef Py_ssize_t _json_string(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint* escaped) noexcept nogil:
     """The index after the JSON string whose quote is at ``i`` (strict: no control character), or -1;
     ``escaped`` is set when it has a backslash."""
@@ -710,6 +731,9 @@ cdef class StreamScrubber:
     # per first character: its next index in _memo_s at or after the search (-1: none)
     cdef Py_ssize_t _next_at[FIRST_MAX]
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)
+    # every character that makes a delta leave the fast path: first characters, '`' with code fences, '{' and
+    # '[' with tools (read in one pass over a short delta, SHORT_DELTA, instead of one search per character)
+    cdef bint _stop[128]
 
     def __init__(self, *, options=None, **keywords):
         if options is None:
@@ -751,6 +775,10 @@ cdef class StreamScrubber:
         self._fence = False
         self._line = 0
         self._lines = code_fences or self._trail
+        cdef int c
+        for c in range(128):
+            self._stop[c] = self._spec.first[c] or (code_fences and c == 0x60) or (
+                self._trail and (c == 0x7B or c == 0x5B))
 
     cdef inline int _enter(self) except -1:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
@@ -805,11 +833,8 @@ cdef class StreamScrubber:
             n = PyUnicode_GET_LENGTH(delta)
             kind = PyUnicode_KIND(delta)
             data = PyUnicode_DATA(delta)
-            if self._spec.find_first(kind, data, 0, n) < 0 and not (
-                    self._fences and _find(kind, data, 0, n, 0x60) >= 0) and (
-                    self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n) and not (
-                    self._trail and (_find(kind, data, 0, n, 0x7B) >= 0 or (
-                        not self._spec.first[0x5B] and _find(kind, data, 0, n, 0x5B) >= 0))):
+            if (self._quiet_short(kind, data, n) if n <= SHORT_DELTA else self._quiet(kind, data, n)) and (
+                    self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n):
                 if self._after_block >= 0 and not _all_ws(delta):
                     self._after_block = -1
                 if self._lines:
@@ -817,6 +842,30 @@ cdef class StreamScrubber:
                 self._pos += n
                 return delta
         return self._run(self._held + delta, False)
+
+    cdef inline bint _quiet_short(self, int kind, const void* data, Py_ssize_t n) noexcept:
+        """No character of ``_stop`` in the delta: one pass."""
+        cdef const Py_UCS1* p1
+        cdef Py_UCS4 c
+        cdef Py_ssize_t k
+        if kind == 1:
+            p1 = <const Py_UCS1*>data
+            for k in range(n):
+                if p1[k] < 128 and self._stop[p1[k]]:
+                    return False
+            return True
+        for k in range(n):
+            c = PyUnicode_READ(kind, data, k)
+            if c < 128 and self._stop[c]:
+                return False
+        return True
+
+    cdef bint _quiet(self, int kind, const void* data, Py_ssize_t n) noexcept:
+        """No character of ``_stop`` in the delta: one search per character (memchr for long deltas)."""
+        return self._spec.find_first(kind, data, 0, n) < 0 and not (
+            self._fences and _find(kind, data, 0, n, 0x60) >= 0) and not (
+            self._trail and (_find(kind, data, 0, n, 0x7B) >= 0 or (
+                not self._spec.first[0x5B] and _find(kind, data, 0, n, 0x5B) >= 0)))
 
     cdef str _flush(self):
         if self._closed:
@@ -1258,17 +1307,19 @@ cdef class StreamScrubber:
             p += 1
             self._esc = False
         while p < end:
-            c = PyUnicode_READ(kind, d, p)
             if self._in_str:
-                if c == 0x22:  # '"'
+                p = _quote_or_backslash(kind, d, p, end)  # the string's plain run, at once
+                if p >= end:
+                    break
+                if PyUnicode_READ(kind, d, p) == 0x22:  # '"'
                     self._in_str = False
-                elif c == 0x5C:  # '\\'
-                    if p + 1 < n:
-                        p += 1
-                    else:
-                        self._esc = True
+                elif p + 1 < n:  # '\\': the escaped character is skipped
+                    p += 1
+                else:
+                    self._esc = True
                 p += 1
                 continue
+            c = PyUnicode_READ(kind, d, p)
             # the closer first (it may look like an opener), then openers, then the JSON state
             if closer.n and c == closer.ch[0]:
                 r = _match(kind, d, n, p, closer)

@@ -33,6 +33,8 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     named = _NAME_ATTRIBUTE.search(opener)
     if named and (named.group(1) or named.group(2) or "").strip() and (not text or text.startswith(("{", "```"))):
         return jsonlike.named_arguments((named.group(1) or named.group(2)).strip(), body)
+    if text.startswith("{"):  # a JSON call object (GLM and Qwen3-Coder bodies never start so)
+        return jsonlike.hermes_json(opener, body, ctx)
     if text.startswith("["):
         return jsonlike.json_calls(opener, body, ctx)
     if text.startswith("<function="):

@@ -53,6 +53,7 @@ __all__ = [
 
 #: Keys that may hold a call object's arguments, by priority.
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+_ARGUMENT_RANK = {key: rank for rank, key in enumerate(_ARGUMENT_KEYS)}
 #: Keys a call object may have inside a ``wrapped_call`` wrapper (an ordinary word, so be strict).
 _WRAPPED_KEYS = frozenset({"name", "arguments", "id", "type"})
 #: An inner ``<json>…</json>`` inside a wrapper (llama.cpp accepts ``<xml><json>{…}</json></xml>``).
@@ -131,13 +132,16 @@ def _hermes_body(body: str) -> ToolCall | None:
 def _plain_call_object(text: str, members: list) -> ToolCall | None:
     """The call of a plain call object (``_scan.impl.plain_object``) whose arguments are an object, kept as
     written; ``None`` for any other shape (read by ``_call_object`` then, as JSON values)."""
-    spans = {}
-    for key, start, end in members:
-        if key is None:  # written with an escape: maybe "name" or an arguments key
+    name_span = args_span = None
+    rank = len(_ARGUMENT_KEYS)  # of the arguments key taken so far: the first of _ARGUMENT_KEYS present wins
+    for key, start, end in members:  # the last of duplicates, as json.loads
+        if key == "name":
+            name_span = (start, end)
+        elif key in _ARGUMENT_RANK:
+            if _ARGUMENT_RANK[key] <= rank:
+                rank, args_span = _ARGUMENT_RANK[key], (start, end)
+        elif key is None:  # written with an escape: maybe "name" or an arguments key
             return None
-        spans[key] = (start, end)  # the last of duplicates, as json.loads
-    name_span = spans.get("name")
-    args_span = next((spans[key] for key in _ARGUMENT_KEYS if key in spans), None)
     if name_span is None or args_span is None or text[name_span[0]] != '"' or text[args_span[0]] != "{":
         return None
     name = text[name_span[0] + 1 : name_span[1] - 1]
