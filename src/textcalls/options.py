@@ -18,10 +18,10 @@ _NO_TOOLS = Context(None)
 
 class Options:
     """``parse``'s keywords, validated: a TypeError or ValueError names the one that is wrong. Also
-    holds what they imply: ``table``, the enabled dialects' table (``formats``), and ``ctx``, the
-    request's tools (``tools``) as the grammars read them; and ``quiet``, what a text without markup lacks
-(``parse`` returns such a text at once). Share one between the scrubbers of a request
-    or a stream; do not change it (build another)."""
+    holds what they imply: ``table``, the enabled dialects' table (``formats``); ``ctx``, the request's
+    tools (``tools``) as the grammars read them; and ``quiet``, what a text without markup lacks (``parse``
+    returns such a text at once). Share one between the scrubbers of a request or a stream; do not change
+    it (build another)."""
 
     __slots__ = (
         "max_block",
@@ -83,15 +83,13 @@ class Options:
 
     def _quiet(self) -> tuple[str, ...] | None:
         """The characters without which a text is all content, as it is (what can begin markup: the first
-        character of every literal, the anchors of plain-word openers, a backtick with code fences, ``{``
-        and ``[`` with tools); ``None`` when there are none such (a whole-message format is enabled, or the
-        text begins inside reasoning)."""
+        character of every literal, the anchors of plain-word openers, ``{`` and ``[`` with tools; code fences
+        only ever keep markup as text, so a backtick is not one of them); ``None`` when there are none such (a
+        whole-message format is enabled, or the text begins inside reasoning)."""
         table = self.table
         if table.whole or self.reasoning_started:
             return None
         chars = {literal[0] for literal in table.literals} | {anchor for _, anchor, _ in table.anchored}
-        if self.code_fences:
-            chars.add("`")
         if self.ctx.has_tools:
             chars |= {"{", "["}
         return tuple(sorted(chars))
