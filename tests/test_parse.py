@@ -290,3 +290,15 @@ def test_a_quiet_text_is_what_the_scrubber_gives(impl, tc, options, text):
         scrubber.take_reasoning().strip(),
     )
     assert parsed.content == text.strip()
+
+
+@pytest.mark.parametrize("wide", ["\u013c", "\u3c3c", "\u3c00", "\U0001f03c", "\U0003c3c3", "｜"])
+def test_wide_text_with_characters_sharing_a_byte_with_an_opener(impl, tc, wide):
+    # wide text is searched by memchr for one byte of '<' (0x3C): characters holding that byte are not '<'
+    call = '<tool_call>{"name": "f", "arguments": {"x": "' + wide + '"}}</tool_call>'
+    text = f"{wide * 5} a{wide}b {call}{wide}[{wide}`x`{wide * 3}"
+    parsed = tc.parse(text)
+    assert [(c.name, json.loads(c.arguments)) for c in parsed.calls] == [("f", {"x": wide})]
+    assert parsed.content == f"{wide * 5} a{wide}b {wide}[{wide}`x`{wide * 3}"
+    scrubber = tc.StreamScrubber()
+    assert scrubber.feed(text) + scrubber.flush() == parsed.content
