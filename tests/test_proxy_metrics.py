@@ -176,8 +176,8 @@ def test_counters_after_known_requests(impl, stub):
         ("/v1/models", "relayed"): 1,
         ("other", "relayed"): 1,
     }
-    # every series is there, zero or not: 6 paths x 7 outcomes
-    assert sum(name == "textcalls_requests_total" for name, _ in samples) == 42
+    # every series is there, zero or not: 7 paths x 7 outcomes
+    assert sum(name == "textcalls_requests_total" for name, _ in samples) == 49
     assert samples["textcalls_calls_recovered_total", (("body", "json"),)] == 2
     assert samples["textcalls_calls_recovered_total", (("body", "sse"),)] == 4
     assert samples["textcalls_response_bytes_total", ()] == sum(len(data) for _, _, data, _ in changed + untouched)

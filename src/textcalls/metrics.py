@@ -15,7 +15,15 @@ from typing import Any
 __all__ = ["BODIES", "BUCKETS", "CONTENT_TYPE", "OUTCOMES", "PATHS", "SLOTS", "Metrics", "path_label"]
 
 #: The ``path`` label: these request paths as they are, any other one as ``"other"``.
-PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/v1/responses", "other")
+PATHS = (
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/v1/completions",
+    "/v1/embeddings",
+    "/v1/models",
+    "other",
+)
 #: The ``outcome`` label of a request (see the README, The proxy).
 OUTCOMES = ("recovered", "rewritten", "unchanged", "relayed", "broken", "client_gone", "error")
 #: The ``body`` label of recovered calls: a non-streamed JSON answer or an event stream.

@@ -3,8 +3,10 @@
 ``POST /v1/chat/completions`` whose request offers ``tools`` is recovered: streamed answers
 through ``SSERecovery`` as they arrive, others through ``recover_response_bytes``, with the
 request's tools given to the scrubbers (values typed by their schemas; a call of a tool the
-request did not offer stays text). Every other request, and every answer that is not a 200
-in plain JSON or SSE, is relayed as it is. Only origin-form request targets (``/path?query``) are
+request did not offer stays text). ``POST /v1/responses`` (OpenAI Responses API) and
+``POST /v1/messages`` (Anthropic Messages API) likewise, through ``responses_api`` and
+``messages_api``. Every other request, and every answer that is not a 200 in plain JSON or SSE,
+is relayed as it is. Only origin-form request targets (``/path?query``) are
 relayed; any other target is a 400 that never reaches the upstream. ``GET /metrics`` (Prometheus
 text format, see ``metrics``) and ``GET /healthz`` are answered by the proxy itself, never relayed.
 One log line per request, with its fields on the record for ``JsonFormatter``. Needs aiohttp
@@ -26,9 +28,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from . import _scan
+from . import _scan, messages_api, responses_api
+from ._apis import FORMATS, EventRecovery, json_type
 from .metrics import CONTENT_TYPE, SLOTS, Metrics, path_label
 from .openai import check_gate
+from .options import Options
 from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery
 
@@ -44,8 +48,11 @@ __all__ = [
     "MAX_CONNECTIONS",
     "MAX_REQUEST",
     "MAX_RESPONSE",
+    "MESSAGES_PATH",
     "METRICS_PATH",
     "READ_TIMEOUT",
+    "RECOVERED_PATHS",
+    "RESPONSES_PATH",
     "JsonFormatter",
     "check_upstream",
     "create_app",
@@ -56,7 +63,11 @@ __all__ = [
 log = logging.getLogger("textcalls.proxy")
 
 CHAT_PATH = "/v1/chat/completions"
-#: Cap, in bytes, on a request body the proxy reads (chat completions); over it the client gets 413.
+RESPONSES_PATH = "/v1/responses"
+MESSAGES_PATH = "/v1/messages"
+#: The paths whose POST answers are recovered.
+RECOVERED_PATHS = (CHAT_PATH, RESPONSES_PATH, MESSAGES_PATH)
+#: Cap, in bytes, on a request body the proxy reads (the recovered paths); over it the client gets 413.
 MAX_REQUEST = 64 << 20
 #: Cap, in bytes, on a non-streamed answer held to recover it; a larger one is relayed as it is.
 MAX_RESPONSE = 64 << 20
@@ -158,8 +169,8 @@ def _own_path(name: str, value) -> str | None:
         raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
     if not (_origin_form(value) and value.isprintable()) or any(c in value for c in " ?#"):
         raise ValueError(f"{name} must be a path like /metrics (one leading '/', no query), not {value!r}")
-    if value == CHAT_PATH:
-        raise ValueError(f"{name} cannot be {CHAT_PATH}, the path the proxy recovers")
+    if value in RECOVERED_PATHS:
+        raise ValueError(f"{name} cannot be {value}, the path the proxy recovers")
     return value
 
 
@@ -199,28 +210,14 @@ def _log_to_stderr(log_format: str) -> None:
     logging.basicConfig(level=logging.INFO, handlers=[handler])
 
 
-def _json_type(value) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    return {
-        dict: "an object",
-        list: "an array",
-        str: "a string",
-        int: "a number",
-        float: "a number",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)
+def _offered_tools(body: bytes, convert=None) -> tuple:
+    """What a request offers to recover with, as ``(tools, why)``; ``convert`` reads its API's ``tools``
+    (``_chat_tools`` by default).
 
-
-def _offered_tools(body: bytes) -> tuple:
-    """What a chat request offers to recover with, as ``(tools, why)``.
-
-    ``(functions, None)`` for a non-empty ``tools`` list whose every entry is an OpenAI function tool
-    (``{"type": "function", "function": {"name": non-empty str, "parameters": object or absent}}``)
-    or another well-formed tool (an object whose string ``type`` is not ``"function"``, e.g.
-    ``custom``): the function tools, the others left out (a call naming one stays text).
-    ``(None, None)`` when the request offers no tools (or is not a JSON object). ``(None, why)`` when
-    ``tools`` is malformed: the request is then relayed unrecovered, never recovered without a filter.
+    ``(functions, None)`` for a non-empty ``tools`` list whose every entry is well-formed: its function
+    tools, chat-shaped, the other kinds left out (a call naming one stays text). ``(None, None)`` when
+    the request offers no tools (or is not a JSON object). ``(None, why)`` when ``tools`` is malformed:
+    the request is then relayed unrecovered, never recovered without a filter.
     """
     try:
         request = json.loads(body)
@@ -229,8 +226,16 @@ def _offered_tools(body: bytes) -> tuple:
     tools = request.get("tools") if isinstance(request, dict) else None
     if tools is None or tools == []:
         return None, None
+    return (convert or _chat_tools)(tools)
+
+
+def _chat_tools(tools) -> tuple:
+    """``(functions, None)`` when every entry of a chat ``tools`` list is an OpenAI function tool
+    (``{"type": "function", "function": {"name": non-empty str, "parameters": object or absent}}``)
+    or another well-formed tool (an object whose string ``type`` is not ``"function"``, e.g.
+    ``custom``): the function tools; else ``(None, why)``."""
     if not isinstance(tools, list):
-        return None, f"tools is {_json_type(tools)}, not an array"
+        return None, f"tools is {json_type(tools)}, not an array"
     functions = []
     for i, tool in enumerate(tools):
         kind = tool.get("type") if isinstance(tool, dict) else None
@@ -240,10 +245,10 @@ def _offered_tools(body: bytes) -> tuple:
             if not isinstance(name, str) or not name:
                 return None, f"tools[{i}] is a function tool without a function name"
             if function.get("parameters") is not None and not isinstance(function["parameters"], dict):
-                return None, f"tools[{i}].function.parameters is {_json_type(function['parameters'])}, not an object"
+                return None, f"tools[{i}].function.parameters is {json_type(function['parameters'])}, not an object"
             functions.append(tool)
         elif not isinstance(kind, str):
-            what = "an object without a string type" if isinstance(tool, dict) else _json_type(tool)
+            what = "an object without a string type" if isinstance(tool, dict) else json_type(tool)
             return None, f"tools[{i}] is {what}, not a tool"
     return functions, None
 
@@ -271,6 +276,54 @@ def _call_count(body: bytes) -> int:
         return 0
     messages = [c.get("message") for c in choices if isinstance(c, dict)]
     return sum(len(m.get("tool_calls") or ()) for m in messages if isinstance(m, dict))
+
+
+def _items_count(key: str, kinds: frozenset):
+    """A counter of the entries of a body's list ``key`` whose ``type`` is one of ``kinds``."""
+
+    def count(body: bytes) -> int:
+        try:
+            answer = json.loads(body)
+        except (ValueError, RecursionError):
+            return 0
+        entries = answer.get(key) if isinstance(answer, dict) else None
+        if not isinstance(entries, list):
+            return 0
+        return sum(1 for e in entries if isinstance(e, dict) and e.get("type") in kinds)
+
+    return count
+
+
+class _Api:
+    """How the proxy recovers one path: reading its request's tools (chat-shaped ones out), the options
+    for them, its SSE recovery, its body recovery, and the count of calls in a body."""
+
+    __slots__ = ("tools", "formats", "sse", "body", "count")
+
+    def __init__(self, tools, formats, sse, body, count) -> None:
+        self.tools, self.formats, self.sse, self.body, self.count = tools, formats, sse, body, count
+
+    def options(self, tools: list) -> Options:
+        return Options(tools=tools, formats=self.formats)
+
+
+_APIS = {
+    CHAT_PATH: _Api(_chat_tools, None, SSERecovery, recover_response_bytes, _call_count),
+    RESPONSES_PATH: _Api(
+        responses_api.convert_tools,
+        FORMATS,
+        responses_api.ResponsesSSERecovery,
+        responses_api.recover_responses_bytes,
+        _items_count("output", responses_api.CALL_ITEMS),
+    ),
+    MESSAGES_PATH: _Api(
+        messages_api.convert_tools,
+        FORMATS,
+        messages_api.MessagesSSERecovery,
+        messages_api.recover_message_bytes,
+        _items_count("content", frozenset({"tool_use"})),
+    ),
+}
 
 
 class _Exchange:
@@ -538,7 +591,8 @@ class _Proxy:
             return self._bad_target(request, ex)
         headers = CIMultiDict(_forwarded(request.headers, _REQUEST_DROP))
         tools, body = None, None
-        if request.method == "POST" and request.path == CHAT_PATH:
+        api = _APIS.get(request.path) if request.method == "POST" else None
+        if api is not None:
             try:  # over MAX_REQUEST: 413
                 if request.content.is_eof():  # all here already (the common case): no timer needed
                     data = await request.read()
@@ -546,7 +600,7 @@ class _Proxy:
                     data = await asyncio.wait_for(request.read(), self.body_timeout)
             except asyncio.TimeoutError:
                 return await self._body_timed_out(request, ex)
-            tools, why = _offered_tools(data)
+            tools, why = _offered_tools(data, api.tools)
             if why is not None:
                 log.warning("%s %s: not recovered, relayed as it is: %s", request.method, request.path_qs, why)
             if tools is not None:
@@ -585,7 +639,7 @@ class _Proxy:
                 skip_auto_headers=_NO_AUTO_HEADERS,
             ) as upstream:
                 ex.upstream_status = upstream.status
-                return await self._relay(request, upstream, tools, ex)
+                return await self._relay(request, upstream, tools, ex, api)
         except (self.aiohttp.ClientError, asyncio.TimeoutError, OSError, _BodyTimeout) as e:
             if ex.status is not None:  # the answer had started: _pump handles what follows
                 raise
@@ -603,37 +657,39 @@ class _Proxy:
         finally:
             self.slots.release()
 
-    async def _relay(self, request, upstream, tools: list | None, ex: _Exchange):
-        """Send the upstream answer on (recovered when ``tools`` were offered); return the response."""
+    async def _relay(self, request, upstream, tools: list | None, ex: _Exchange, api: _Api | None):
+        """Send the upstream answer on (recovered by ``api`` when ``tools`` were offered); return the response."""
         from multidict import CIMultiDict
 
         web = self.web
         headers = CIMultiDict(_forwarded(upstream.headers, HOP_BY_HOP))
         content_type = upstream.headers.get("Content-Type", "").lower()
         plain = upstream.headers.get("Content-Encoding", "identity").lower() in ("", "identity")
-        recover = tools is not None and plain and upstream.status == 200
+        recover = api is not None and tools is not None and plain and upstream.status == 200
         if recover and content_type.startswith("text/event-stream"):
+            assert api is not None and tools is not None
             headers.popall("Content-Length", None)
-            recovery = SSERecovery(native=self.native, has_tools=True, max_event=self.max_event, tools=tools)
+            recovery = api.sse(native=self.native, has_tools=True, max_event=self.max_event, options=api.options(tools))
             response = web.StreamResponse(status=200, headers=headers)
             ex.body = "sse"
             how = await self._pump(request, response, upstream, [], ex, recovery)
             ex.how = f"sse recovered={recovery.recovered}{how}"
             return response
         if recover and "json" in content_type:
+            assert api is not None and tools is not None
             held: list[bytes] = []
             size = 0
             while size <= MAX_RESPONSE:
                 data = await upstream.content.readany()
                 if not data:
                     body = b"".join(held)
-                    new = recover_response_bytes(body, native=self.native, has_tools=True, tools=tools)
+                    new = api.body(body, native=self.native, has_tools=True, options=api.options(tools))
                     if new is body:
                         ex.outcome, ex.how = "unchanged", "json unchanged"
                         ex.wrote(body)
                         return web.Response(status=200, headers=headers, body=body)
                     headers.popall("Content-Length", None)
-                    ex.calls = _call_count(new) - _call_count(body)
+                    ex.calls = api.count(new) - api.count(body)
                     ex.outcome, ex.how = ("recovered" if ex.calls else "rewritten"), "json recovered"
                     ex.same = False
                     ex.wrote(new)
@@ -657,7 +713,7 @@ class _Proxy:
         upstream,
         held: list,
         ex: _Exchange,
-        recovery: SSERecovery | None = None,
+        recovery: SSERecovery | EventRecovery | None = None,
         events: bool = False,
     ) -> str:
         """Send ``held`` and the rest of the upstream body (through ``recovery``) to the client.

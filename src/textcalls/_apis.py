@@ -1,0 +1,298 @@
+"""What the Responses and Messages recoveries (``responses_api``, ``messages_api``) share: their options, one
+text part's scrubber, and ``EventRecovery``, the framing of typed server-sent events (``event: TYPE`` then a
+JSON ``data:`` line) in any splits, which sends on byte for byte every event an API's machine leaves as it is
+(the chat-completions ``SSERecovery`` has its own, screened, framing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+from . import _scan
+from ._drive import adrive, drive
+from ._wire import dumps_compact, loads
+from .markers import DIALECTS
+from .options import Options, options_of
+from .sse import MAX_EVENT
+from .toolcall import ToolCall, new_call_id
+
+__all__ = [
+    "FORMATS",
+    "EventRecovery",
+    "Machine",
+    "TextPart",
+    "adrive_sse",
+    "api_options",
+    "check_tools",
+    "drive_sse",
+    "fresh_id",
+    "json_type",
+    "scrub_whole",
+]
+
+#: The dialects these APIs recover by default: every default one but ``reasoning``, since they carry
+#: reasoning in items and blocks of their own (``<think>`` written into a text part stays text).
+FORMATS = tuple(name for name, on in DIALECTS.items() if on and name != "reasoning")
+
+# The end of an event: a line ending (LF, CR or CRLF) followed by an empty line; "\r\n" is never two.
+_EVENT_END = re.compile(rb"\r\n(?:\n|\r\n?)|\r\r\n?|\n(?:\n|\r\n?)")
+_LINE = re.compile(rb"([^\r\n]*)(\r\n|\r|\n)")
+_BOM = b"\xef\xbb\xbf"
+
+
+def json_type(value) -> str:
+    """How JSON names the type of ``value`` ("an object", "null" …), for messages about a request."""
+    if isinstance(value, bool):
+        return "a boolean"
+    names = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def check_tools(tools, convert: Callable[[Any], tuple]) -> list:
+    """The chat-shaped function tools of an API's ``tools``; TypeError/ValueError saying what is wrong."""
+    functions, why = convert(tools)
+    if why is not None:
+        raise (TypeError if not isinstance(tools, list) else ValueError)(f"tools: {why}")
+    return functions
+
+
+def api_options(keywords: dict, convert: Callable[[Any], tuple]) -> Options:
+    """The ``Options`` for an API's recovery keywords: ``tools`` in that API's own shape (``convert`` gives
+    ``(chat-shaped function tools, why not)``), ``formats`` defaulting to ``FORMATS``; or ``options=``."""
+    if "options" in keywords:
+        return options_of(keywords)
+    given = dict(keywords)
+    if given.get("tools") is not None:
+        given["tools"] = check_tools(given["tools"], convert)
+    given.setdefault("formats", FORMATS)
+    return Options(**given)
+
+
+def fresh_id(prefix: str) -> str:
+    """A new id with ``prefix`` (``fc_``, ``toolu_``), unique within the process."""
+    return prefix + new_call_id().removeprefix("call_")
+
+
+class TextPart:
+    """One text part's scrubber and the text it has shown. Reasoning it moves out of the text (Harmony's
+    analysis channel; ``<think>`` with the ``reasoning`` dialect on) is dropped: these APIs carry reasoning
+    in items and blocks of their own, which recovery does not invent."""
+
+    __slots__ = ("scrubber", "shown", "done", "item_id")
+
+    def __init__(self, options: Options, item_id: object = None) -> None:
+        self.scrubber = _scan.impl.StreamScrubber(options=options)
+        self.shown: list[str] = []
+        self.done = False  # flushed
+        self.item_id = item_id
+
+    def feed(self, text: str) -> str:
+        shown = self.scrubber.feed(text)
+        self.scrubber.take_reasoning()
+        self.shown.append(shown)
+        return shown
+
+    def flush(self) -> str:
+        self.done = True
+        tail = self.scrubber.flush()
+        self.scrubber.take_reasoning()
+        self.shown.append(tail)
+        return tail
+
+    @property
+    def text(self) -> str:
+        return "".join(self.shown)
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return self.scrubber.calls
+
+
+def scrub_whole(text: str, options: Options) -> tuple[str, list[ToolCall]]:
+    """A whole text part: (the text a stream of it shows, in any split; its calls)."""
+    part = TextPart(options)
+    return part.feed(text) + part.flush(), part.calls
+
+
+class Machine(Protocol):
+    """An API's recovery over decoded events."""
+
+    recovered: int
+    has_tools: bool
+
+    def push(self, event: dict) -> list:
+        """The events to send in place of ``event``: ``[event]`` itself when it goes out as it came."""
+
+    def close(self) -> list:
+        """The events that end the stream (what is still held)."""
+
+
+class EventRecovery:
+    """Feed raw SSE bytes in any splits; get back the bytes to send (see the module doc).
+
+    Events follow the SSE spec (LF, CRLF or CR line endings, a UTF-8 BOM, multi-line ``data:``, comments).
+    An event whose data is a JSON object goes to the machine; one it leaves unchanged, and every comment,
+    non-JSON or data-less event, goes out byte for byte. Events the machine writes are ``event: TYPE`` and
+    one compact ``data:`` line, with the line ending of the upstream event they stand for; a rewritten
+    event keeps its other lines (``id:``, comments). An incomplete event is held up to ``max_event``
+    bytes; a longer one is sent on verbatim as it arrives, unread. ``feed`` returns ``b""`` while it holds.
+    """
+
+    def __init__(self, machine: Machine, *, max_event: int = MAX_EVENT) -> None:
+        if not isinstance(max_event, int) or isinstance(max_event, bool):
+            raise TypeError(f"max_event must be an int, not {type(max_event).__name__}")
+        if max_event < 1:
+            raise ValueError(f"max_event must be >= 1, not {max_event}")
+        self.machine = machine
+        self.max_event = max_event
+        self._buf = bytearray()
+        self._started = False  # the possible BOM has been dealt with
+        self._lf: bytes | None = None  # the last event ended with a CR: what to send if an LF completes it
+        self._over: bytes | None = None  # passing an oversized event through: its last bytes
+        self._newline = b"\n"
+        self._scan = 0  # offset in _buf before which no event end starts: each byte is searched once
+        self._closed = False
+
+    @property
+    def recovered(self) -> int:
+        """Tool calls recovered and sent so far."""
+        return self.machine.recovered
+
+    @property
+    def incomplete(self) -> bool:
+        """The bytes fed so far end inside an event (a stream that ends now is broken, not complete)."""
+        return bool(self._buf) or self._over is not None
+
+    def feed(self, data) -> bytes:
+        """Take the next upstream bytes (bytes-like); return the bytes to send now."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed() expects bytes, bytearray or memoryview, not {type(data).__name__}")
+        if self._closed:
+            raise ValueError("feed() after close(): the stream has ended")
+        if not self.machine.has_tools:
+            return data  # type: ignore[return-value]  # as SSERecovery: the input itself, unread
+        data = bytes(data)
+        out: list[bytes] = []
+        if self._lf is not None and data:
+            if data[:1] == b"\n":
+                out.append(self._lf)
+                data = data[1:]
+            self._lf = None
+        if self._over is not None:
+            data = self._pass_over(data, out)
+        buf = self._buf
+        buf += data
+        if not self._started:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                return b""
+            self._started = True
+            if buf.startswith(_BOM):
+                out.append(_BOM)
+                del buf[:3]
+        self._events(out)
+        size = len(buf)  # as it will count once complete, whatever the split: its final line endings not counted
+        while size and buf[size - 1] in b"\r\n":
+            size -= 1
+        if size > self.max_event:
+            self._over = bytes(buf[-3:])
+            out.append(bytes(buf))
+            buf.clear()
+        self._scan = max(0, len(buf) - 3)
+        return b"".join(out)
+
+    def close(self) -> bytes:
+        """End the stream: what the machine still holds, then any incomplete event verbatim."""
+        if self._closed:
+            return b""
+        self._closed = True
+        out = [self._write(event, []) for event in self.machine.close()]
+        out.append(bytes(self._buf))
+        self._buf.clear()
+        return b"".join(out)
+
+    def _pass_over(self, data: bytes, out: list) -> bytes:
+        """Send on the oversized event's bytes; return what follows its end."""
+        assert self._over is not None
+        joined = self._over + data
+        m = _EVENT_END.search(joined)
+        if m is None:
+            out.append(data)
+            self._over = joined[-3:]
+            return b""
+        end = m.end() - len(self._over)
+        out.append(data[:end])
+        self._over = None
+        if end == len(data) and data.endswith(b"\r"):
+            self._lf = b"\n"
+        return data[end:]
+
+    def _events(self, out: list) -> None:
+        """Handle every complete event in the buffer, leaving the incomplete one."""
+        buf = self._buf
+        pos = 0
+        while True:
+            start = pos
+            while buf[pos : pos + 1] in (b"\n", b"\r"):  # empty lines before an event dispatch nothing
+                pos += 2 if buf[pos : pos + 2] == b"\r\n" else 1
+            if pos > start:
+                out.append(bytes(buf[start:pos]))  # as they came
+            m = _EVENT_END.search(buf, max(pos, self._scan))
+            self._scan = 0
+            if m is None:
+                break
+            raw = bytes(buf[pos : m.end()])
+            new = None if m.start() - pos > self.max_event else self._event(raw)
+            out.append(raw if new is None else new)
+            pos = m.end()
+            if pos == len(buf) and raw.endswith(b"\r"):  # an LF first in the next input belongs to this event
+                self._lf = b"\n" if new is None else b""
+        del buf[:pos]
+
+    def _event(self, raw: bytes) -> bytes | None:
+        """The bytes to send for the complete event ``raw``, or None: as it came."""
+        lines = _LINE.findall(raw)
+        data = []
+        for content, _ in lines:
+            if content[:5] == b"data:" or content == b"data":
+                value = content[5:]
+                data.append(value[1:] if value[:1] == b" " else value)
+        if not data:
+            return None
+        try:
+            event = loads(b"\n".join(data))
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(event, dict):
+            return None
+        self._newline = lines[0][1]
+        new = self.machine.push(event)
+        if len(new) == 1 and new[0] is event:
+            return None
+        return b"".join(self._write(e, lines if i == len(new) - 1 else []) for i, e in enumerate(new))
+
+    def _write(self, event: dict, lines: list) -> bytes:
+        """One event: ``event: TYPE``, its other original ``lines`` (no data or event line), one ``data:`` line."""
+        nl = self._newline
+        out = [b"event: " + str(event.get("type", "message")).encode() + nl]
+        for content, ending in lines[:-1]:
+            if not (content[:5] in (b"data:", b"data") or content[:6] in (b"event:", b"event")):
+                out.append(content + ending)
+        out.append(b"data: " + dumps_compact(event) + nl + nl)
+        return b"".join(out)
+
+
+def drive_sse(recovery: EventRecovery, chunks: Iterable) -> Iterator[bytes]:
+    """The bytes ``recovery`` gives for an iterable of byte chunks (empty results skipped); closing the
+    result closes ``chunks``."""
+    return drive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
+
+
+def adrive_sse(recovery: EventRecovery, chunks: AsyncIterable) -> AsyncIterator[bytes]:
+    """``drive_sse`` over an async iterable."""
+    return adrive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
+
+
+def _some(data: bytes) -> tuple:
+    return (data,) if data else ()
