@@ -13,6 +13,7 @@ from libc.string cimport memchr
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
+from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
 from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX
@@ -696,7 +697,9 @@ cdef class StreamScrubber:
     and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
     The keywords are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools``,
     ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``), or ``options=`` an ``Options``
-    holding them, checked once and shared between scrubbers.
+    holding them, checked once and shared between scrubbers. With ``stream_arguments=True``,
+    ``take_events()`` gives the calls' events as their bodies arrive (``_events``); ``abandoned``
+    counts the calls that started and were abandoned.
     """
 
     cdef readonly list calls
@@ -744,6 +747,7 @@ cdef class StreamScrubber:
     # every character that makes a delta leave the fast path: first characters, '`' with code fences, '{' and
     # '[' with tools (read in one pass over a short delta, SHORT_DELTA, instead of one search per character)
     cdef bint _stop[128]
+    cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
 
     def __init__(self, *, options=None, **keywords):
         if options is None:
@@ -785,6 +789,7 @@ cdef class StreamScrubber:
         self._fence = False
         self._line = 0
         self._lines = code_fences or self._trail
+        self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
         cdef int c
         for c in range(128):
             self._stop[c] = self._spec.first[c] or (code_fences and c == 0x60) or (
@@ -811,6 +816,19 @@ cdef class StreamScrubber:
             out.clear()
         self._busy = False
         return text
+
+    def take_events(self):
+        """The call events since the last call (``_events``: ``started``, ``arguments``, ``ended``,
+        ``abandoned``); always ``[]`` without ``stream_arguments``."""
+        self._enter()
+        events = [] if self._follow is None else self._follow.take()
+        self._busy = False
+        return events
+
+    @property
+    def abandoned(self):
+        """Calls whose events started and that were then abandoned (0 without ``stream_arguments``)."""
+        return 0 if self._follow is None else self._follow.abandoned
 
     @cython.always_allow_keywords(False)  # METH_O, the call path of list.append
     def feed(self, delta):
@@ -1001,12 +1019,15 @@ cdef class StreamScrubber:
         cdef list out = []
         cdef Py_ssize_t base = self._pos, p = 0, q, c, gbody, end
         cdef Lexed kind
-        cdef str body, closer
+        cdef str body, closer, piece
         while True:
             if self._opener is not None:
                 kind = self._lex(s, p, final, &q)
                 if kind == LX_MORE:
-                    self._parts.append(s[p:q])
+                    piece = s[p:q]
+                    self._parts.append(piece)
+                    if self._follow is not None:
+                        self._follow.body(piece)
                     self._body_len += q - p
                     self._held = s[q:]
                     self._pos = base + q
@@ -1014,12 +1035,16 @@ cdef class StreamScrubber:
                     return "".join(out)
                 if kind == LX_CLOSE:
                     end = q + self._spec.closers[self._kind].n
+                    if self._follow is not None:
+                        self._follow.body(s[p:q])
                     self._finish("".join(self._parts) + s[p:q], out, s[q:end])
                     p = end
                     continue
                 if kind == LX_PROSE:  # another opener, or a first character the block cannot start with
                     self._emit(out, self._opener + "".join(self._parts) + s[p:q])
                     self._opener = None
+                    if self._follow is not None:
+                        self._follow.drop()
                     p = q
                     continue
                 # No closer outside a JSON string within the cap: the first raw closer ends the block.
@@ -1041,6 +1066,8 @@ cdef class StreamScrubber:
                     self._emit(out, self._opener[:1])
                     s, base = self._opener[1:] + body, self._opened_at + 1
                     self._opener = None
+                    if self._follow is not None:
+                        self._follow.drop()
                 p = 0
                 continue
             p = self._outside(s, p, base, final, out)
@@ -1268,7 +1295,7 @@ cdef class StreamScrubber:
                 return C_MARKER
         return C_PROSE
 
-    cdef void _open_block(self, int k, str opener, Py_ssize_t gopen):
+    cdef int _open_block(self, int k, str opener, Py_ssize_t gopen) except -1:
         self._opener = opener
         self._kind = k
         self._json_end = self._spec.json_end[k]
@@ -1281,23 +1308,30 @@ cdef class StreamScrubber:
         self._esc = False
         self._depth = 0
         self._at_start = True
+        if self._follow is not None:
+            self._follow.open(self._spec.table.blocks[k], opener, not self._reasoning and not self._poisoned)
+        return 0
 
     cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
         if calls is None:
             calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
+        taken = None
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
             self._thought.block(self._opener + body + closer, calls)
             self._after_block = self._spec.block_dialect[self._kind]
         else:
+            taken = calls
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
             self._after_block = self._spec.block_dialect[self._kind]
             self._line = -1
         self._opener = None
+        if self._follow is not None:
+            self._follow.close(taken)
         return 0
 
     cdef Lexed _lex(self, str s, Py_ssize_t p, bint final, Py_ssize_t* out):

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from json.decoder import scanstring  # type: ignore[attr-defined]  # json's C scanner, not in typeshed
 from typing import Any
 
+from ._events import CallEvents
 from ._reasoning import Reasoning
 from ._table import (
     BareLead,
@@ -263,7 +264,9 @@ class StreamScrubber:
     and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
     The keywords are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools``,
     ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``), or ``options=`` an ``Options``
-    holding them, checked once and shared between scrubbers.
+    holding them, checked once and shared between scrubbers. With ``stream_arguments=True``,
+    ``take_events()`` gives the calls' events as their bodies arrive (``_events``); ``abandoned``
+    counts the calls that started and were abandoned.
     """
 
     __slots__ = (
@@ -306,6 +309,7 @@ class StreamScrubber:
         "_lines",
         "_firsts",
         "_bare_stop",
+        "_follow",
     )
 
     def __init__(self, *, options: Options | None = None, **keywords: Any) -> None:
@@ -365,6 +369,8 @@ class StreamScrubber:
         self._fence = False  # inside a fence
         self._line = 0  # the current content line's leading spaces (0-3) if it has had nothing else, else -1
         self._lines = code_fences or self._trail  # _line is followed
+        # with stream_arguments, the call events of JSON-bodied blocks (shared code)
+        self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
 
     def _enter(self) -> None:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads)."""
@@ -382,6 +388,19 @@ class StreamScrubber:
         out.clear()
         self._busy.release()
         return text
+
+    def take_events(self) -> list[tuple]:
+        """The call events since the last call (``_events``: ``started``, ``arguments``, ``ended``,
+        ``abandoned``); always ``[]`` without ``stream_arguments``."""
+        self._enter()
+        events = [] if self._follow is None else self._follow.take()
+        self._busy.release()
+        return events
+
+    @property
+    def abandoned(self) -> int:
+        """Calls whose events started and that were then abandoned (0 without ``stream_arguments``)."""
+        return 0 if self._follow is None else self._follow.abandoned
 
     def feed(self, delta: str) -> str:
         """Take the next delta; return the text that can be shown now."""
@@ -548,19 +567,26 @@ class StreamScrubber:
             if self._opener is not None:
                 kind, q = self._lex(s, p, final)
                 if kind == "more":
-                    self._parts.append(s[p:q])
+                    piece = s[p:q]
+                    self._parts.append(piece)
+                    if self._follow is not None:
+                        self._follow.body(piece)
                     self._body_len += q - p
                     self._held = s[q:]
                     self._pos = base + q
                     return "".join(out)
                 if kind == "close":
                     end = q + len(self._closer)
+                    if self._follow is not None:
+                        self._follow.body(s[p:q])
                     self._finish("".join(self._parts) + s[p:q], out, s[q:end])
                     p = end
                     continue
                 if kind == "prose":  # another opener, or a first character the block cannot start with
                     self._emit(out, self._opener + "".join(self._parts) + s[p:q])
                     self._opener = None
+                    if self._follow is not None:
+                        self._follow.drop()
                     p = q
                     continue
                 # No closer outside a JSON string within the cap: the first raw closer ends the block.
@@ -582,6 +608,8 @@ class StreamScrubber:
                     self._emit(out, self._opener[0])
                     s, base = self._opener[1:] + body, self._opened_at + 1
                     self._opener = None
+                    if self._follow is not None:
+                        self._follow.drop()
                 p = 0
                 continue
             p = self._outside(s, p, base, final, out)
@@ -745,6 +773,8 @@ class StreamScrubber:
         self._esc = False
         self._depth = 0
         self._at_start = True
+        if self._follow is not None:
+            self._follow.open(block, opener, not self._reasoning and not self._poisoned)
 
     def _finish(self, body: str, out: list, closer: str, calls=None) -> None:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
@@ -752,18 +782,22 @@ class StreamScrubber:
         block = self._spec.table.blocks[self._kind]
         if calls is None:
             calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
+        taken = None
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
             self._thought.block(self._opener + body + closer, calls)
             self._after_block = block.dialect
         else:
+            taken = calls
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
             self._after_block = block.dialect
             self._line = -1
         self._opener = None
+        if self._follow is not None:
+            self._follow.close(taken)
 
     def _lex(self, s: str, p: int, final: bool):
         """Lex a block body in ``s`` from ``p``: ('close'|'prose'|'more'|'cap'|'end', index)."""

@@ -20,7 +20,8 @@ class Options:
     """``parse``'s keywords, validated: a TypeError or ValueError names the one that is wrong. Also
     holds what they imply: ``table``, the enabled dialects' table (``formats``); ``ctx``, the request's
     tools (``tools``) as the grammars read them; and ``quiet``, what a text without markup lacks (``parse``
-    returns such a text at once). Share one between the scrubbers of a request or a stream; do not change
+    returns such a text at once). ``stream_arguments`` is the scrubbers' alone (``StreamScrubber.take_events``;
+    ``parse`` has no events). Share one between the scrubbers of a request or a stream; do not change
     it (build another)."""
 
     __slots__ = (
@@ -31,6 +32,7 @@ class Options:
         "calls_in_reasoning",
         "code_fences",
         "reasoning_started",
+        "stream_arguments",
         "table",
         "ctx",
         "quiet",
@@ -43,6 +45,7 @@ class Options:
     calls_in_reasoning: str
     code_fences: bool
     reasoning_started: bool
+    stream_arguments: bool
     table: Table
     ctx: Context
     quiet: tuple[str, ...] | None
@@ -57,6 +60,7 @@ class Options:
         calls_in_reasoning: str = "auto",
         code_fences: bool = True,
         reasoning_started: bool = False,
+        stream_arguments: bool = False,
     ) -> None:
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
@@ -70,6 +74,8 @@ class Options:
             raise TypeError(f"code_fences must be a bool, not {type(code_fences).__name__}")
         if not isinstance(reasoning_started, bool):
             raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
+        if not isinstance(stream_arguments, bool):
+            raise TypeError(f"stream_arguments must be a bool, not {type(stream_arguments).__name__}")
         self.table = table_for(formats)  # checks formats
         self.ctx = _NO_TOOLS if tools is None else Context(tools)  # checks tools
         self.max_block = max_block
@@ -79,6 +85,7 @@ class Options:
         self.calls_in_reasoning = calls_in_reasoning
         self.code_fences = code_fences
         self.reasoning_started = reasoning_started
+        self.stream_arguments = stream_arguments
         self.quiet = self._quiet()
 
     def _quiet(self) -> tuple[str, ...] | None:
@@ -95,7 +102,7 @@ class Options:
         return tuple(sorted(chars))
 
     def __repr__(self) -> str:
-        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:7] if getattr(self, k) != _DEFAULTS[k])
+        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:8] if getattr(self, k) != _DEFAULTS[k])
         return f"Options({given})"
 
 
@@ -107,6 +114,7 @@ _DEFAULTS = {
     "calls_in_reasoning": "auto",
     "code_fences": True,
     "reasoning_started": False,
+    "stream_arguments": False,
 }
 
 #: the default options (shared: building them is the cost of most of a small ``parse``)
