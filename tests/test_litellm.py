@@ -166,12 +166,12 @@ def test_responses_of_other_kinds_are_not_touched(impl):
 @pytest.mark.parametrize(
     ("tools", "why"),
     [
-        ({"type": "function"}, "tools is a dict, not a list"),
+        ({"type": "function"}, "tools is an object, not an array"),
         ([{"type": "function", "function": {"name": ""}}], "tools[0] is a function tool without a function name"),
-        ([TOOLS[0], {"function": {"name": "x"}}], "tools[1] is not a tool (an object with a string type)"),
+        ([TOOLS[0], {"function": {"name": "x"}}], "tools[1] is an object without a string type, not a tool"),
         (
             [{"type": "function", "function": {"name": "x", "parameters": []}}],
-            "tools[0].function.parameters is a list, not an object",
+            "tools[0].function.parameters is an array, not an object",
         ),
     ],
 )

@@ -25,6 +25,7 @@ __all__ = [
     "TextPart",
     "adrive_sse",
     "api_options",
+    "chat_tools",
     "check_tools",
     "drive_sse",
     "fresh_id",
@@ -48,6 +49,30 @@ def json_type(value) -> str:
         return "a boolean"
     names = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def chat_tools(tools) -> tuple:
+    """``(functions, None)`` when every entry of a chat ``tools`` list is an OpenAI function tool
+    (``{"type": "function", "function": {"name": non-empty str, "parameters": object or absent}}``)
+    or another well-formed tool (an object whose string ``type`` is not ``"function"``, e.g.
+    ``custom``): the function tools; else ``(None, why)``."""
+    if not isinstance(tools, list):
+        return None, f"tools is {json_type(tools)}, not an array"
+    functions = []
+    for i, tool in enumerate(tools):
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind == "function":
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(name, str) or not name:
+                return None, f"tools[{i}] is a function tool without a function name"
+            if function.get("parameters") is not None and not isinstance(function["parameters"], dict):
+                return None, f"tools[{i}].function.parameters is {json_type(function['parameters'])}, not an object"
+            functions.append(tool)
+        elif not isinstance(kind, str):
+            what = "an object without a string type" if isinstance(tool, dict) else json_type(tool)
+            return None, f"tools[{i}] is {what}, not a tool"
+    return functions, None
 
 
 def check_tools(tools, convert: Callable[[Any], tuple]) -> list:

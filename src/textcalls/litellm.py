@@ -20,6 +20,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from ._apis import chat_tools
 from .openai import check_gate, recover_response
 from .options import Options
 from .stream import ChunkRecovery
@@ -97,33 +98,12 @@ _check_hooks()
 
 
 def _offered_tools(tools) -> tuple[list | None, str | None]:
-    """What a request's ``tools`` offer to recover with, as ``(functions, why)``, by the proxy's rules.
-
-    ``(functions, None)`` for a non-empty list whose entries are function tools
-    (``{"type": "function", "function": {"name": non-empty str, "parameters": object or absent}}``)
-    or other tools (an object with a string ``type``, e.g. ``custom``, ``mcp``: left out, so a
-    call naming one stays text). ``(None, None)`` for no tools (absent, None or empty).
-    ``(None, why)`` when ``tools`` is malformed: the request is then left unrecovered.
-    """
+    """What a request's ``tools`` offer to recover with, as ``(functions, why)``, by the proxy's rules
+    (``_apis.chat_tools``): ``(None, None)`` for no tools (absent, None or empty); ``(None, why)`` when
+    ``tools`` is malformed: the request is then left unrecovered."""
     if tools is None or tools == []:
         return None, None
-    if not isinstance(tools, list):
-        return None, f"tools is a {type(tools).__name__}, not a list"
-    functions = []
-    for i, tool in enumerate(tools):
-        kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind == "function":
-            function = tool.get("function")
-            name = function.get("name") if isinstance(function, dict) else None
-            if not isinstance(name, str) or not name:
-                return None, f"tools[{i}] is a function tool without a function name"
-            parameters = function.get("parameters")
-            if parameters is not None and not isinstance(parameters, dict):
-                return None, f"tools[{i}].function.parameters is a {type(parameters).__name__}, not an object"
-            functions.append(tool)
-        elif not isinstance(kind, str):
-            return None, f"tools[{i}] is not a tool (an object with a string type)"
-    return functions, None
+    return chat_tools(tools)
 
 
 class TextcallsRecovery(CustomLogger):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from . import _scan, messages_api, responses_api
-from ._apis import FORMATS, EventRecovery, json_type
+from ._apis import FORMATS, EventRecovery, chat_tools
 from .metrics import CONTENT_TYPE, SLOTS, Metrics, path_label
 from .openai import check_gate
 from .options import Options
@@ -212,7 +212,7 @@ def _log_to_stderr(log_format: str) -> None:
 
 def _offered_tools(body: bytes, convert=None) -> tuple:
     """What a request offers to recover with, as ``(tools, why)``; ``convert`` reads its API's ``tools``
-    (``_chat_tools`` by default).
+    (``chat_tools`` by default).
 
     ``(functions, None)`` for a non-empty ``tools`` list whose every entry is well-formed: its function
     tools, chat-shaped, the other kinds left out (a call naming one stays text). ``(None, None)`` when
@@ -226,31 +226,7 @@ def _offered_tools(body: bytes, convert=None) -> tuple:
     tools = request.get("tools") if isinstance(request, dict) else None
     if tools is None or tools == []:
         return None, None
-    return (convert or _chat_tools)(tools)
-
-
-def _chat_tools(tools) -> tuple:
-    """``(functions, None)`` when every entry of a chat ``tools`` list is an OpenAI function tool
-    (``{"type": "function", "function": {"name": non-empty str, "parameters": object or absent}}``)
-    or another well-formed tool (an object whose string ``type`` is not ``"function"``, e.g.
-    ``custom``): the function tools; else ``(None, why)``."""
-    if not isinstance(tools, list):
-        return None, f"tools is {json_type(tools)}, not an array"
-    functions = []
-    for i, tool in enumerate(tools):
-        kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind == "function":
-            function = tool.get("function")
-            name = function.get("name") if isinstance(function, dict) else None
-            if not isinstance(name, str) or not name:
-                return None, f"tools[{i}] is a function tool without a function name"
-            if function.get("parameters") is not None and not isinstance(function["parameters"], dict):
-                return None, f"tools[{i}].function.parameters is {json_type(function['parameters'])}, not an object"
-            functions.append(tool)
-        elif not isinstance(kind, str):
-            what = "an object without a string type" if isinstance(tool, dict) else json_type(tool)
-            return None, f"tools[{i}] is {what}, not a tool"
-    return functions, None
+    return (convert or chat_tools)(tools)
 
 
 def _ends_event(tail: bytes) -> bool:
@@ -308,7 +284,7 @@ class _Api:
 
 
 _APIS = {
-    CHAT_PATH: _Api(_chat_tools, None, SSERecovery, recover_response_bytes, _call_count),
+    CHAT_PATH: _Api(chat_tools, None, SSERecovery, recover_response_bytes, _call_count),
     RESPONSES_PATH: _Api(
         responses_api.convert_tools,
         FORMATS,
