@@ -1,5 +1,6 @@
-"""Gateway benchmarks: recover_stream and SSERecovery on untouched chunks against json.loads of the same
-chunks; the proxy against the stub upstream it fronts (separate processes, loopback).
+"""Gateway benchmarks: recover_stream and SSERecovery on untouched chunks, and SSERecovery once every event is
+decoded (by the JSON backend in use, and by the standard library's), against json.loads of the same chunks; the
+proxy against the stub upstream it fronts (separate processes, loopback).
 
     python -m pytest benchmarks/bench_gateway.py --benchmark-only -q
 
@@ -17,7 +18,7 @@ import time
 
 import pytest
 
-from textcalls import _scan, _scan_c, _scan_py
+from textcalls import _scan, _scan_c, _scan_py, _wire, sse
 from textcalls.sse import SSERecovery
 from textcalls.stream import recover_stream
 
@@ -58,7 +59,18 @@ ratio("recover_stream per untouched chunk (Cython) / json.loads", "chunks-c", "j
 ratio("recover_stream per untouched chunk (twin) / json.loads", "chunks-py", "json-loads", "target <= 0.3")
 ratio("SSERecovery per untouched event, 1 event per feed / json.loads", "sse-events-c", "json-loads", "target <= 0.3")
 ratio("SSERecovery per untouched event, 4 KiB reads / json.loads", "sse-reads-c", "json-loads", "target <= 0.3")
-ratio("SSERecovery per event once a call was seen (decoded) / json.loads", "sse-decoded-c", "json-loads")
+ratio(
+    f"SSERecovery per event once a call was seen (decoded; JSON: {_wire.BACKEND}) / json.loads",
+    "sse-decoded-c",
+    "json-loads",
+    "target <= 1.5",
+)
+ratio(
+    "the same, the standard library's JSON (TEXTCALLS_JSON=stdlib)",
+    "sse-decoded-c-stdlib",
+    "json-loads",
+    "target <= 1.5",
+)
 ratio(
     "SSERecovery, one event fed byte by byte: 256 KiB / 64 KiB (linear = 4)",
     "sse-bytewise-256k",
@@ -106,8 +118,12 @@ def test_sse_network_reads(bench):
     bench("sse-reads-c", _sse, READS)
 
 
-def test_sse_every_event_decoded(bench):
-    bench("sse-decoded-c", _sse, [AFTER_CALL[i : i + 4096] for i in range(0, len(AFTER_CALL), 4096)])
+@pytest.mark.parametrize("json_backend", ["default", "stdlib"])
+def test_sse_every_event_decoded(bench, monkeypatch, json_backend):
+    if json_backend == "stdlib":
+        monkeypatch.setattr(sse, "loads", _wire.loads_stdlib)
+    name = "sse-decoded-c" if json_backend == "default" else "sse-decoded-c-stdlib"
+    bench(name, _sse, [AFTER_CALL[i : i + 4096] for i in range(0, len(AFTER_CALL), 4096)])
 
 
 def _bytewise(size):

@@ -7,12 +7,11 @@ downstream; ``recover_sse`` / ``arecover_sse`` wrap (async) iterables of byte ch
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from ._drive import adrive, drive
-from ._wire import dumps_compact
+from ._wire import dumps_compact, loads
 from .stream import ChunkRecovery
 
 __all__ = ["MAX_EVENT", "SSERecovery", "arecover_sse", "recover_sse"]
@@ -208,8 +207,7 @@ class SSERecovery:
         buf = self._buf
         n = len(buf)
         pos = 0
-        sent = len(out)
-        if not self.chunks.active:  # send on in one piece the complete events it cannot act on
+        if not self.chunks.active:  # pass over in one piece the complete events it cannot act on
             start = self._scan  # no event ends before it: each byte is searched once
             last = buf.rfind(b"\n\n", start)
             if buf.find(b"\r", start) >= 0:  # (memchr first: the two searches below are slower)
@@ -221,28 +219,50 @@ class SSERecovery:
                 pos = self._known(buf, end)
                 if pos < end and not self._learning and self._untouched(bytes(buf[pos:end])):
                     pos = end
-                if pos:
-                    out.append(bytes(buf[:pos]))
+        verbatim = 0  # buf[verbatim:pos] goes out as it came: sent in one piece when something else must go
+        sent = True  # the last event went out (as it came, or rewritten) rather than being dropped
+        scan = self._scan  # no event ends before it: each byte is searched once
+        cr = buf.find(b"\r", scan) >= 0  # without CR an event ends at the first LF followed by an LF
+        find = buf.find
         while pos < n:
-            sent = len(out)
             first = buf[pos]
             if first == 0x0A or first == 0x0D:  # an empty line opening an event: it dispatches nothing
-                end = pos + 1
-                if first == 0x0D and end < n and buf[end] == 0x0A:
-                    end += 1
-                out.append(bytes(buf[pos:end]))
-            else:
-                m = _EVENT_END.search(buf, max(pos, self._scan))
+                pos += 1
+                if first == 0x0D and pos < n and buf[pos] == 0x0A:
+                    pos += 1
+                sent = True
+                continue
+            start = pos if pos > scan else scan
+            if cr:
+                m = _EVENT_END.search(buf, start)
                 if m is None:
                     break
-                end = m.end()
-                if m.start() - pos > self.max_event:  # oversized: verbatim, as in any other split
-                    out.append(bytes(buf[pos:end]))
-                else:
-                    self._event(bytes(buf[pos:end]), out)
+                last, end = m.span()
+                single = False
+            else:  # (memchr: a search for LF LF is slower)
+                last = find(b"\n", start)
+                single = True  # no line ending before its end: the event is one line
+                while 0 <= last < n - 1 and buf[last + 1] != 0x0A:
+                    single = False
+                    last = find(b"\n", last + 2)
+                if last < 0 or last == n - 1:
+                    break
+                end = last + 2
+                if single and start > pos:  # its first bytes were searched before, for an LF LF only
+                    single = find(b"\n", pos, start) < 0 and find(b"\r", pos, start) < 0
+            # (an oversized event goes out as it came, as in any other split)
+            new = None if last - pos > self.max_event else self._event(buf, pos, end, single)
+            if new is not None:
+                if verbatim < pos:
+                    out.append(bytes(buf[verbatim:pos]))
+                out.extend(new)
+                verbatim = end
+            sent = new is None or bool(new)
             pos = end
+        if verbatim < pos:
+            out.append(bytes(buf[verbatim:pos]))
         if pos == n and n and buf[n - 1] == 0x0D:  # an LF first in the next input completes this CR:
-            self._lf = b"\n" if len(out) > sent else b""  # sent as the event was, or dropped with it
+            self._lf = b"\n" if sent else b""  # sent as the event was, or dropped with it
         del buf[:pos]
         self._scan = max(0, len(buf) - 3)
 
@@ -287,44 +307,48 @@ class SSERecovery:
             self.chunks.follow(self._around_index, joined)
             self._midline = self._midline or bool(joined.strip(" "))
 
-    def _event(self, raw: bytes, out: list) -> None:
-        """One complete event (its final empty line included): append what replaces it."""
-        learning = self._learning
-        if not self.chunks.active and not learning and self._untouched(raw):
-            out.append(raw)
-            return
-        lines = _LINE.findall(raw)
-        self._newline = lines[0][1]
-        data = []
-        for content, _ in lines:
-            if content[:5] == b"data:" or content == b"data":
-                value = content[5:]
-                data.append(value[1:] if value[:1] == b" " else value)
-        if not data:
-            out.append(raw)
-            return
-        payload = b"\n".join(data)
+    def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
+        """The complete event ``buf[pos:end]`` (its final empty line included): None if it goes out as it
+        came, else the bytes that replace it (maybe none). ``single``: it is one line, then LF LF."""
+        learning = self._around is None and self._tries > 0  # self._learning, inline (on every event)
+        if not self.chunks.active and not learning and self._untouched(bytes(buf[pos:end])):
+            return None
+        payload: bytes | bytearray
+        if single and buf.startswith(b"data:", pos):  # the usual shape, read here as _LINE would read it
+            lines = None
+            payload = buf[pos + 6 if buf[pos + 5] == 0x20 else pos + 5 : end - 2]  # (loads takes a bytearray)
+            self._newline = b"\n"
+        else:
+            lines = _LINE.findall(bytes(buf[pos:end]))
+            self._newline = lines[0][1]
+            data = []
+            for content, _ in lines:
+                if content[:5] == b"data:" or content == b"data":
+                    value = content[5:]
+                    data.append(value[1:] if value[:1] == b" " else value)
+            if not data:
+                return None
+            payload = b"\n".join(data)
         if payload == _DONE:
             self._midline = False
-            self._synthetic(self.chunks.close(), lines, out)
-            out.append(raw)
-            return
+            flushed = self._synthetic(self.chunks.close(), lines or [])
+            return [*flushed, bytes(buf[pos:end])] if flushed else None
         if learning:
             self._tries -= 1
         try:
-            chunk = json.loads(payload)
+            chunk = loads(payload)
             self._midline = False  # a decoded event may hold a line ending
             chunks = self.chunks.push(chunk)
         except (ValueError, TypeError, RecursionError):  # not JSON, or not a chunk
-            out.append(raw)
-            return
+            return None
         if len(chunks) == 1 and chunks[0] is chunk:
-            out.append(raw)
-            if learning and not self.chunks.active and len(lines) == 2:
-                self._remember(raw, chunk)
-            return
+            if learning and not self.chunks.active and (lines is None or len(lines) == 2):
+                self._remember(bytes(buf[pos:end]), chunk)
+            return None
+        if lines is None:
+            lines = _LINE.findall(bytes(buf[pos:end]))
         newline = self._newline
-        self._synthetic(chunks[:-1], lines, out)
+        out = self._synthetic(chunks[:-1], lines)
         # The last chunk takes the event's own lines: the other fields, and data where data was.
         kept = []
         placed = False
@@ -338,6 +362,7 @@ class SSERecovery:
         if chunks or kept:
             out.extend(kept)
             out.append(lines[-1][1])  # the original empty line
+        return out
 
     @property
     def _learning(self) -> bool:
@@ -373,10 +398,9 @@ class SSERecovery:
             self._around = (raw[:start], raw[end:])
             self._around_index = choice["index"]
 
-    def _synthetic(self, chunks: list, lines: list, out: list | None = None) -> list:
-        """Append one event per chunk, each with the ``event:`` lines of ``lines``."""
-        if out is None:
-            out = []
+    def _synthetic(self, chunks: list, lines: list) -> list:
+        """One event per chunk (its bytes), each with the ``event:`` lines of ``lines``."""
+        out: list = []
         newline = self._newline
         event = [c + e for c, e in lines if c[:6] == b"event:" or c == b"event"]
         for chunk in chunks:

@@ -172,6 +172,18 @@ class ChunkRecovery:
                 elif self._fences or self._choices:
                     self._passed(choices)
                 return [chunk]
+        fed = None
+        if len(choices) == 1:  # the usual chunk of a choice mid-markup: one content delta to scrub
+            choice = choices[0]
+            delta = choice.get("delta")
+            state = self._choices.get(choice["index"])
+            if state is not None and delta and choice.get("finish_reason") is None and not delta.get("tool_calls"):
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    self._template = chunk
+                    fed = self._scrub(state, content)
+                    if fed is None:
+                        return [chunk]
         self._room(choices)
         self._template = chunk
         before: list[dict] = []
@@ -179,7 +191,7 @@ class ChunkRecovery:
         main_choices = []
         changed = False
         for choice in choices:
-            new = self._choice(chunk, choice, before, after)
+            new = self._choice(chunk, choice, before, after, fed)
             if new is not choice:
                 changed = True
             if new is not None:
@@ -257,9 +269,10 @@ class ChunkRecovery:
                 f"(choice index {min(new)} would open one more)"
             )
 
-    def _choice(self, chunk: dict, choice: dict, before: list, after: list):
+    def _choice(self, chunk: dict, choice: dict, before: list, after: list, fed: tuple | None = None):
         """The choice to keep in the chunk (``choice`` itself when unchanged, None to drop it);
-        appends to ``before``/``after`` the chunks to send around it."""
+        appends to ``before``/``after`` the chunks to send around it. ``fed``: what ``_scrub`` gave for
+        its content, already fed (a choice with no finish_reason and no ``tool_calls``)."""
         index = choice["index"]
         state = self._choices.get(index)
         if state is None:
@@ -281,19 +294,12 @@ class ChunkRecovery:
                     new_delta = {k: v for k, v in delta.items() if k != "tool_calls"}
 
         content = delta.get("content")
-        text = content
-        thought = ""  # reasoning the scrubber moved out of the content (<think> spans)
-        calls: list = []
-        if isinstance(content, str) and content:
-            scrubber = state.scrubber
-            n = len(scrubber.calls)
-            text = scrubber.feed(content)
-            state.midline = False  # fed off the fast path: its line state is not followed here
-            thought = scrubber.take_reasoning()
-            if not state.active and text != content:
-                self._mark(state)  # it holds text, or removed some
-            if len(scrubber.calls) > n:
-                calls = self._emit(state, scrubber.calls[n:])
+        if fed is not None:
+            text, thought, calls = fed
+        elif isinstance(content, str) and content:
+            text, thought, calls = self._scrub(state, content) or (content, "", [])
+        else:
+            text, thought, calls = content, "", []
 
         if finish is not None:
             del self._choices[index]
@@ -331,6 +337,25 @@ class ChunkRecovery:
         if recovered:
             new["finish_reason"] = "tool_calls"
         return None if _says_nothing(new) else new
+
+    def _scrub(self, state: _Choice, content: str) -> tuple | None:
+        """Feed a content delta to the choice's scrubber: None when it comes back as it went, with no
+        reasoning moved out and no call completed; else (the text to show, the reasoning, the entries
+        of the calls completed)."""
+        scrubber = state.scrubber
+        n = len(scrubber.calls)
+        text = scrubber.feed(content)
+        state.midline = False  # fed off the fast path: its line state is not followed here
+        thought = scrubber.take_reasoning()
+        if len(scrubber.calls) > n:
+            calls = self._emit(state, scrubber.calls[n:])
+        elif text == content and not thought:
+            return None
+        else:
+            calls = []
+        if not state.active and text != content:
+            self._mark(state)  # it holds text, or removed some
+        return text, thought, calls
 
     def _mark(self, state: _Choice) -> None:
         if not state.active:
