@@ -302,3 +302,52 @@ def test_wide_text_with_characters_sharing_a_byte_with_an_opener(impl, tc, wide)
     assert parsed.content == f"{wide * 5} a{wide}b {wide}[{wide}`x`{wide * 3}"
     scrubber = tc.StreamScrubber()
     assert scrubber.feed(text) + scrubber.flush() == parsed.content
+
+
+WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather"}}]
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "dialects"),
+    [
+        ('<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>', {}, ["hermes"]),
+        (f'{DS_SEC_OPEN}{DS_OPEN}get_weather{DS_SEP}{{"city": "Oslo"}}{DS_CLOSE}{DS_SEC_CLOSE}', {}, ["deepseek"]),
+        ('[TOOL_CALLS]get_weather{"city": "Oslo"}', {}, ["mistral"]),
+        ("<tool_call>\n<function=get_weather>\n</function>\n</tool_call>", {}, ["hermes"]),  # Qwen3-Coder in it
+        ('{"name": "get_weather", "arguments": {}}', {"tools": WEATHER_TOOLS}, ["bare_json"]),
+        ('{"name": "get_weather", "arguments": {}}', {"formats": ["json_message"]}, ["json_message"]),
+        # a call that ends a never-closed reasoning span is taken at the end: it keeps its dialect
+        ('<think>so <tool_call>{"name": "get_weather", "arguments": {}}</tool_call>', {}, ["hermes"]),
+        ('<tool_call>{"name": "get_weather", "arguments": {}}', {"tools": WEATHER_TOOLS}, ["hermes"]),  # unterminated
+    ],
+)
+def test_each_call_says_the_dialect_it_was_read_from(impl, tc, text, options, dialects):
+    assert [c.dialect for c in tc.parse(text, **options).calls] == dialects
+    scrubber = impl.StreamScrubber(stream_arguments=True, **options)
+    for ch in text:
+        scrubber.feed(ch)
+    scrubber.flush()
+    assert [c.dialect for c in scrubber.calls] == dialects  # streamed calls (call events) too
+
+
+def test_the_dialect_is_not_part_of_a_calls_identity(tc):
+    assert tc.ToolCall("f", "{}", dialect="hermes") == tc.ToolCall("f", "{}")
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "malformed"),
+    [
+        ("<tool_call>not json</tool_call>done", {}, 1),
+        ('<tool_call>{"name": "f", "arguments": {</tool_call> and <tool_call>{"name": "g"}</tool_call>', {}, 1),
+        ('<tool_call>{"name": "g"}</tool_call>', {}, 0),
+        ("<think><tool_call>not json</tool_call></think>ok", {}, 0),  # in reasoning: not the content's
+        ('<tool_call>{"name": "other"}</tool_call>', {"tools": WEATHER_TOOLS, "unknown_tools": "drop"}, 1),
+        ('<tool_call>{"name": "other"}</tool_call>', {"tools": WEATHER_TOOLS}, 0),  # kept as text
+    ],
+)
+def test_malformed_counts_the_content_blocks_removed_without_a_call(impl, text, options, malformed):
+    scrubber = impl.StreamScrubber(**options)
+    for ch in text:
+        scrubber.feed(ch)
+    scrubber.flush()
+    assert scrubber.malformed == malformed

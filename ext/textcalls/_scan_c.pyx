@@ -694,7 +694,8 @@ cdef class StreamScrubber:
 
     ``feed(delta)`` returns the text that is safe to show now; ``flush()`` ends the stream and
     returns the rest. Whatever the splitting, ``(feeds + flush).strip() == parse(text).content``
-    and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
+    and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed;
+    ``malformed`` the blocks removed from the content that gave no call (malformed, or every call dropped).
     The keywords are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools``,
     ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``), or ``options=`` an ``Options``
     holding them, checked once and shared between scrubbers. With ``stream_arguments=True``,
@@ -704,6 +705,7 @@ cdef class StreamScrubber:
 
     cdef readonly list calls
     cdef readonly Py_ssize_t removed
+    cdef readonly Py_ssize_t malformed  # blocks removed from the content that gave no call
     cdef readonly Py_ssize_t max_block
     cdef _CSpec _spec
     cdef object _ctx
@@ -763,6 +765,7 @@ cdef class StreamScrubber:
         code_fences = options.code_fences
         self.calls = []
         self.removed = 0
+        self.malformed = 0
         self.max_block = max_block
         self._held = ""
         self._closed = False
@@ -1327,6 +1330,8 @@ cdef class StreamScrubber:
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
+            if not calls:
+                self.malformed += 1
             self._after_block = self._spec.block_dialect[self._kind]
             self._line = -1
         self._opener = None

@@ -303,7 +303,7 @@ class CallEvents:
             return
         self._send(call.arguments[len(sent) :])
         if call.id != self._id:
-            self._calls[self._index] = ToolCall(call.name, call.arguments, id=self._id)
+            self._calls[self._index] = ToolCall(call.name, call.arguments, id=self._id, dialect=call.dialect)
         self.events.append(("ended", self._index))
 
     def drop(self) -> None:

@@ -261,7 +261,8 @@ class StreamScrubber:
 
     ``feed(delta)`` returns the text that is safe to show now; ``flush()`` ends the stream and
     returns the rest. Whatever the splitting, ``(feeds + flush).strip() == parse(text).content``
-    and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed.
+    and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed;
+    ``malformed`` the blocks removed from the content that gave no call (malformed, or every call dropped).
     The keywords are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools``,
     ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``), or ``options=`` an ``Options``
     holding them, checked once and shared between scrubbers. With ``stream_arguments=True``,
@@ -272,6 +273,7 @@ class StreamScrubber:
     __slots__ = (
         "calls",
         "removed",
+        "malformed",
         "max_block",
         "_spec",
         "_ctx",
@@ -326,6 +328,7 @@ class StreamScrubber:
         code_fences = options.code_fences
         self.calls: list[ToolCall] = []
         self.removed = 0
+        self.malformed = 0  # blocks removed from the content that gave no call
         self.max_block = max_block
         self._held = ""  # unresolved text: a candidate opener, or a block body's undecided tail
         self._closed = False
@@ -793,6 +796,8 @@ class StreamScrubber:
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
+            if not calls:
+                self.malformed += 1
             self._after_block = block.dialect
             self._line = -1
         self._opener = None

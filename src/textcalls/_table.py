@@ -8,8 +8,10 @@ import re
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .dialects.jsonlike import BARE_CALL_KEYS
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
+from .toolcall import read_from
 
 __all__ = [
+    "BARE_JSON",
     "CALLS_IN_REASONING",
     "STRIPPED_CLOSERS",
     "UNKNOWN_TOOLS",
@@ -24,13 +26,25 @@ __all__ = [
 ]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
+#: the ``dialect`` of a bare JSON call (``ToolCall.dialect``)
+BARE_JSON = "bare_json"
 CALLS_IN_REASONING = ("auto", "ignore", "extract")
 
 
 class Table:
     """The blocks and markers of the enabled dialects, in table order."""
 
-    __slots__ = ("blocks", "markers", "grammars", "literals", "anchored", "whole", "whole_starts", "derived")
+    __slots__ = (
+        "blocks",
+        "markers",
+        "grammars",
+        "literals",
+        "anchored",
+        "whole",
+        "whole_dialects",
+        "whole_starts",
+        "derived",
+    )
 
     def __init__(self, dialects: tuple[str, ...]) -> None:
         self.blocks: tuple[Block, ...] = tuple(b for b in BLOCKS if b.dialect in dialects)
@@ -44,6 +58,7 @@ class Table:
         self.anchored = tuple((b.opener, b.anchor, k) for k, b in enumerate(self.blocks) if b.anchor is not None)
         #: whole-message grammars, and the first characters (after whitespace) that put a stream on hold for them
         self.whole = tuple(WHOLE_MESSAGE[d][0] for d in dialects if d in WHOLE_MESSAGE)
+        self.whole_dialects = tuple(d for d in dialects if d in WHOLE_MESSAGE)
         self.whole_starts = "".join(sorted({c for d in dialects if d in WHOLE_MESSAGE for c in WHOLE_MESSAGE[d][1]}))
         #: what is built from this table (the scanners' specs, the screens), by name: it lives and dies with
         #: the table, so memory stays bounded by the table cache however many format sets are used
@@ -84,10 +99,10 @@ def word_tail(table: Table, s: str, start: int) -> int:
 
 def read_whole(table: Table, text: str, ctx: Context):
     """The calls of a message that is only a call (an opt-in whole-message format), or ``None``."""
-    for grammar in table.whole:
+    for grammar, dialect in zip(table.whole, table.whole_dialects, strict=True):
         calls = grammar(text, ctx)
         if calls:
-            return calls
+            return read_from(calls, dialect)
     return None
 
 
@@ -95,6 +110,8 @@ def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unkno
     """The calls of a finished block of kind ``k``, or ``None`` when its text stays (not a call, or a
     call of a tool that was not offered while ``unknown_tools`` is ``"keep_text"``)."""
     calls = table.grammars[k](opener, body, ctx)
+    if calls:
+        read_from(calls, table.blocks[k].dialect)
     if calls is None or not ctx.has_tools or unknown_tools == "accept":
         return calls
     if all(ctx.known(c.name) for c in calls):
@@ -126,7 +143,7 @@ def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context
     for ending in _ENDINGS:
         calls = grammar(opener, body + ending, ctx)
         if calls:
-            return calls if all(ctx.known(c.name) for c in calls) else None
+            return read_from(calls, table.blocks[k].dialect) if all(ctx.known(c.name) for c in calls) else None
     return None
 
 
@@ -413,7 +430,8 @@ class BareLead:
 def _bare_value(text: str, ctx: Context):
     from .dialects.jsonlike import bare_calls
 
-    return bare_calls(text, ctx)
+    calls = bare_calls(text, ctx)
+    return None if calls is None else read_from(calls, BARE_JSON)
 
 
 def read_bare(text: str, ctx: Context, max_block: int):

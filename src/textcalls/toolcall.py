@@ -9,7 +9,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["ToolCall", "make_call", "new_call_id"]
+__all__ = ["ToolCall", "make_call", "new_call_id", "read_from"]
 
 _ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
@@ -27,13 +27,16 @@ def new_call_id() -> str:
 class ToolCall:
     """One recovered call.
 
-    ``arguments`` is the JSON text of an object (the OpenAI convention). Two calls compare
-    equal when their name and arguments do: the id says where a call came from, not what it is.
+    ``arguments`` is the JSON text of an object (the OpenAI convention). ``dialect`` names the markup it
+    was read from (a ``DIALECTS`` name, ``"bare_json"`` for a bare JSON call; ``""`` when not read from
+    markup). Two calls compare equal when their name and arguments do: the id and the dialect say where a
+    call came from, not what it is.
     """
 
     name: str
     arguments: str
     id: str = field(default_factory=new_call_id, compare=False)
+    dialect: str = field(default="", compare=False)
 
     def to_openai(self) -> dict:
         """The ``tool_calls`` entry of an OpenAI chat message."""
@@ -60,3 +63,10 @@ def make_call(name: object, args: object, call_id: str | None = None) -> ToolCal
     if call_id is None:
         return ToolCall(name.strip(), arguments)
     return ToolCall(name.strip(), arguments, id=call_id)
+
+
+def read_from(calls: list[ToolCall], dialect: str) -> list[ToolCall]:
+    """``calls``, just made by a grammar and seen by nothing else yet, marked as read from ``dialect``."""
+    for call in calls:
+        object.__setattr__(call, "dialect", dialect)  # a frozen dataclass: set once, where it is made
+    return calls
