@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from textcalls import proxy
 from textcalls.responses_api import (
     ResponsesRecovery,
     ResponsesSSERecovery,
@@ -23,9 +20,9 @@ from textcalls.responses_api import (
 )
 
 from .gateway_support import api_texts
-from .gateway_support.api_texts import LEAKS, NAMES, run, seen, split, texts
-from .gateway_support.api_upstream import ApiUpstream, response_body, response_events, sse
-from .gateway_support.upstream import HERMES, PLAIN, LoopThread
+from .gateway_support.api_texts import EXPECTED, LEAKS, NAMES, PROPERTY, Gateway, log_lines, run, seen, split, texts
+from .gateway_support.api_upstream import response_body, response_events, sse
+from .gateway_support.upstream import HERMES, PLAIN
 
 TOOLS = [
     {
@@ -36,9 +33,6 @@ TOOLS = [
     }
     for name in NAMES
 ]
-PROPERTY = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-)
 
 
 def check(events: list, leaks=LEAKS, end="") -> dict:
@@ -270,41 +264,13 @@ def test_a_stream_that_stops_early_is_flushed_by_close(impl):
 # --- end to end: the openai SDK through the proxy --------------------------------------------------
 
 
-EXPECTED = {
-    "hermes": (
-        "I will check the weather.\n\n",
-        [("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"tz": "Europe/Paris"})],
-    ),
-    "deepseek": ("Let me look that up.", [("get_weather", {"city": "Oslo"}), ("get_time", {"tz": "Europe/Oslo"})]),
-}
-
-
-class Gateway:
-    def __init__(self):
-        self.sdk = pytest.importorskip("openai", reason="the end-to-end tests drive the proxy with the openai SDK")
-        self.loop = LoopThread()
-        self.upstream = ApiUpstream()
-        self.upstream_runner, url = self.loop.serve(self.upstream.app)
-        self.runners = [self.loop.run(proxy.start(url, host="127.0.0.1", port=0, native=n)) for n in (True, False)]
-        self.native, self.guided = (f"http://127.0.0.1:{r.addresses[0][1]}" for r in self.runners)
-        self.clients: dict = {}
-
-    def client(self, url=None):
-        """One SDK client per proxy, closed with the gateway."""
-        url = url or self.native
-        if url not in self.clients:
-            self.clients[url] = self.sdk.OpenAI(base_url=f"{url}/v1", api_key="sk-test", max_retries=0, timeout=10)
-        return self.clients[url]
-
-    def close(self):
-        for client in self.clients.values():
-            client.close()
-        self.loop.close(*self.runners, self.upstream_runner)
+def connect(sdk, url: str):
+    return sdk.OpenAI(base_url=f"{url}/v1", api_key="sk-test", max_retries=0, timeout=10)
 
 
 @pytest.fixture(scope="module")
 def gateway():
-    gw = Gateway()
+    gw = Gateway("openai", connect)
     yield gw
     gw.close()
 
@@ -390,11 +356,7 @@ def test_one_log_line_per_request(impl, gateway, caplog):
         )
     )
     client.responses.create(model="deepseek", input="hi", tools=TOOLS, extra_query={"t": "log"})
-
-    def lines():  # this test's requests (the proxy logs once it has sent an answer: maybe just after)
-        return sorted(re.sub(r" [0-9.]+ms$", "", r.getMessage()) for r in caplog.records if "?t=log" in r.getMessage())
-
-    deadline = time.monotonic() + 5
-    while len(lines()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert lines() == ["POST /v1/responses?t=log 200 json recovered", "POST /v1/responses?t=log 200 sse recovered=2"]
+    assert log_lines(caplog, "log", 2) == [
+        "POST /v1/responses?t=log 200 json recovered",
+        "POST /v1/responses?t=log 200 sse recovered=2",
+    ]

@@ -1,7 +1,8 @@
-"""What the Responses and Messages recoveries (``responses_api``, ``messages_api``) share: their options, one
-text part's scrubber, and ``EventRecovery``, the framing of typed server-sent events (``event: TYPE`` then a
-JSON ``data:`` line) in any splits, which sends on byte for byte every event an API's machine leaves as it is
-(the chat-completions ``SSERecovery`` has its own, screened, framing).
+"""What the Responses and Messages recoveries (``responses_api``, ``messages_api``) share: reading tools and
+options, the steps of a whole answer's and a raw body's recovery, the start of an event machine
+(``EventMachine``), one text part's scrubber, and ``EventRecovery``, the framing of typed server-sent events
+(``event: TYPE`` then a JSON ``data:`` line) in any splits, which sends on byte for byte every event an API's
+machine leaves as it is (the chat-completions ``SSERecovery`` has its own, screened, framing).
 """
 
 from __future__ import annotations
@@ -14,22 +15,30 @@ from . import _scan
 from ._drive import adrive, drive
 from ._wire import dumps_compact, loads
 from .markers import DIALECTS
+from .openai import check_gate, should_recover
 from .options import Options, options_of
+from .screens import may_contain_markup
 from .sse import MAX_EVENT
 from .toolcall import ToolCall, new_call_id
 
 __all__ = [
     "FORMATS",
+    "EventMachine",
     "EventRecovery",
     "Machine",
     "TextPart",
     "adrive_sse",
+    "answer_entries",
     "api_options",
+    "chat_tool",
     "chat_tools",
     "check_tools",
     "drive_sse",
     "fresh_id",
+    "function_tools",
     "json_type",
+    "recover_bytes",
+    "scrub_parts",
     "scrub_whole",
 ]
 
@@ -56,23 +65,41 @@ def chat_tools(tools) -> tuple:
     (``{"type": "function", "function": {"name": non-empty str, "parameters": object or absent}}``)
     or another well-formed tool (an object whose string ``type`` is not ``"function"``, e.g.
     ``custom``): the function tools; else ``(None, why)``."""
+    return function_tools(tools, nested=True)
+
+
+def function_tools(tools, *, nested: bool) -> tuple:
+    """``(chat-shaped function tools, None)`` for a ``tools`` list of function tools (``"type": "function"``,
+    a non-empty str ``name``, ``parameters`` an object or absent: in the tool's ``function`` object when
+    ``nested``, the chat shape, else in the tool itself) and other well-formed tools (an object whose
+    string ``type`` is not ``"function"``), which are left out; else ``(None, why)``."""
     if not isinstance(tools, list):
         return None, f"tools is {json_type(tools)}, not an array"
+    where = "function." if nested else ""
     functions = []
     for i, tool in enumerate(tools):
         kind = tool.get("type") if isinstance(tool, dict) else None
         if kind == "function":
-            function = tool.get("function")
+            function = tool.get("function") if nested else tool
             name = function.get("name") if isinstance(function, dict) else None
             if not isinstance(name, str) or not name:
-                return None, f"tools[{i}] is a function tool without a function name"
-            if function.get("parameters") is not None and not isinstance(function["parameters"], dict):
-                return None, f"tools[{i}].function.parameters is {json_type(function['parameters'])}, not an object"
-            functions.append(tool)
+                return None, f"tools[{i}] is a function tool without a {'function ' if nested else ''}name"
+            parameters = function.get("parameters")
+            if parameters is not None and not isinstance(parameters, dict):
+                return None, f"tools[{i}].{where}parameters is {json_type(parameters)}, not an object"
+            functions.append(tool if nested else chat_tool(name, parameters, tool.get("description")))
         elif not isinstance(kind, str):
             what = "an object without a string type" if isinstance(tool, dict) else json_type(tool)
             return None, f"tools[{i}] is {what}, not a tool"
     return functions, None
+
+
+def chat_tool(name: str, parameters: dict | None, description: object) -> dict:
+    """The chat ``tools`` entry of the function ``name`` (``description`` kept when it is a str)."""
+    function = {"name": name, "parameters": parameters or {}}
+    if isinstance(description, str):
+        function["description"] = description
+    return {"type": "function", "function": function}
 
 
 def check_tools(tools, convert: Callable[[Any], tuple]) -> list:
@@ -141,6 +168,71 @@ def scrub_whole(text: str, options: Options) -> tuple[str, list[ToolCall]]:
     return part.feed(text) + part.flush(), part.calls
 
 
+def scrub_parts(parts: list, kind: str, options: Options, calls: list) -> list | None:
+    """``parts`` with the ``text`` of each ``{"type": kind, "text": str}`` part scrubbed (``scrub_whole``), its
+    calls added to ``calls``: a new list, or None when no text changes."""
+    new = None
+    for i, part in enumerate(parts):
+        if isinstance(part, dict) and part.get("type") == kind and isinstance(part.get("text"), str):
+            text, found = scrub_whole(part["text"], options)
+            calls += found
+            if text != part["text"]:
+                if new is None:
+                    new = list(parts)
+                new[i] = {**part, "text": text}
+    return new
+
+
+def answer_entries(
+    answer, what: str, key: str, native: bool, has_tools: bool, keywords: dict, convert: Callable[[Any], tuple]
+) -> tuple[list | None, Options]:
+    """Check a whole answer (``what``: its name in messages) and its recovery keywords (``api_options``):
+    ``(answer[key], options)``, ``answer[key]`` a list of dicts or None when there is nothing to recover
+    (``has_tools`` false, or no ``key``); TypeError naming what is not a dict or list."""
+    if not isinstance(answer, dict):
+        raise TypeError(f"{what} must be a dict, not {type(answer).__name__}")
+    check_gate(native, has_tools)
+    options = api_options(keywords, convert)
+    entries = answer.get(key)
+    if not has_tools or entries is None:
+        return None, options
+    if not isinstance(entries, list):
+        raise TypeError(f"{what}['{key}'] must be a list, not {type(entries).__name__}")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise TypeError(f"{what}['{key}'][{i}] must be a dict, not {type(entry).__name__}")
+    return entries, options
+
+
+def recover_bytes(
+    body, native: bool, has_tools: bool, keywords: dict, convert: Callable[[Any], tuple], recover: Callable[..., dict]
+):
+    """An API's ``recover_*_bytes``: ``recover(answer, native=, has_tools=True, options=)`` on the JSON object
+    in ``body`` (bytes-like). ``body`` itself (the very same object) when nothing changes, when it is not an
+    object ``recover`` takes (it raises TypeError) or, without ``tools``, when ``may_contain_markup`` says no;
+    otherwise compact UTF-8 JSON bytes."""
+    if not isinstance(body, (bytes, bytearray, memoryview)):
+        raise TypeError(f"body must be bytes, bytearray or memoryview, not {type(body).__name__}")
+    check_gate(native, has_tools)
+    opts = api_options(keywords, convert)
+    if not has_tools:
+        return body
+    data = bytes(body) if isinstance(body, memoryview) else body
+    if opts.tools is None and not opts.reasoning_started and not may_contain_markup(data, formats=opts.formats):
+        return body  # with tools a text may be a bare JSON call: always read
+    try:
+        answer = loads(bytes(data))
+    except (ValueError, RecursionError):
+        return body
+    if not isinstance(answer, dict):
+        return body
+    try:
+        recovered = recover(answer, native=native, has_tools=True, options=opts)
+    except TypeError:  # a shape recover rejects: nothing to rewrite
+        return body
+    return body if recovered is answer else dumps_compact(recovered)
+
+
 class Machine(Protocol):
     """An API's recovery over decoded events."""
 
@@ -152,6 +244,30 @@ class Machine(Protocol):
 
     def close(self) -> list:
         """The events that end the stream (what is still held)."""
+
+
+class EventMachine:
+    """What an API's ``Machine`` starts with: the gate checked, its options (``api_options`` with ``convert``),
+    no call recovered, no structured call or index seen, not ended."""
+
+    def __init__(self, native: bool, has_tools: bool, keywords: dict, convert: Callable[[Any], tuple]) -> None:
+        check_gate(native, has_tools)
+        self.native = native
+        self.has_tools = has_tools
+        self.options = api_options(keywords, convert)  #: the recovery options, checked
+        self.recovered = 0  #: calls recovered and sent
+        self._structured: set = set()  # the indexes of structured calls
+        self._last = -1  # the highest index seen
+        self._ended = False
+
+    def _gated_calls(self, parts: dict) -> list[ToolCall]:
+        """The calls of ``parts`` (``TextPart``s, in key order) if the gate lets them through (counted in
+        ``recovered``), else none."""
+        calls = [call for _, part in sorted(parts.items()) for call in part.calls]
+        if not calls or not should_recover(self.native, True, len(self._structured)):
+            return []
+        self.recovered += len(calls)
+        return calls
 
 
 class EventRecovery:

@@ -17,9 +17,9 @@ import inspect
 import logging
 import re
 from collections.abc import AsyncIterable, AsyncIterator
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from . import _hosts
 from ._apis import chat_tools
 from .openai import check_gate, recover_response
 from .options import Options
@@ -42,17 +42,11 @@ log = logging.getLogger("textcalls.litellm")
 
 
 def _litellm_version() -> str:
-    try:
-        return version("litellm")
-    except PackageNotFoundError:
-        return "(version unknown)"
+    return _hosts.host_version("litellm")
 
 
 def _unknown_api(what: str) -> ImportError:
-    return ImportError(
-        f"textcalls.litellm does not know the API of litellm {_litellm_version()}: {what} "
-        f"(tested with litellm {TESTED_WITH}; pip install 'textcalls[litellm]')"
-    )
+    return _hosts.unknown_api("litellm", "litellm", _litellm_version(), TESTED_WITH, what, ImportError)
 
 
 try:
@@ -66,14 +60,8 @@ try:
         ModelResponseStream,
         StreamingChoices,
     )
-except ModuleNotFoundError as e:
-    if e.name == "litellm":
-        raise ImportError("textcalls.litellm needs LiteLLM: pip install 'textcalls[litellm]'") from e
-    if not (e.name or "").startswith("litellm."):
-        raise  # one of litellm's own dependencies is missing: its message says which
-    raise _unknown_api(str(e)) from e
-except ImportError as e:  # a name these modules do not have
-    raise _unknown_api(str(e)) from e
+except ImportError as e:
+    _hosts.import_failed(e, "litellm", "LiteLLM", _unknown_api)
 
 
 def _check_version() -> None:
@@ -132,9 +120,7 @@ class TextcallsRecovery(CustomLogger):
 
     def __init__(self, *, native: bool = True, **options: Any) -> None:
         check_gate(native, True)
-        if "tools" in options or "options" in options:
-            raise TypeError("the tools come from each request: give parse's other keywords")
-        Options(**options)  # bad keywords raise now, not at the first request
+        _hosts.check_options(options)
         super().__init__()
         self.native = native
         self.options = options

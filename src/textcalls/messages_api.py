@@ -17,20 +17,20 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from ._apis import (
+    EventMachine,
     EventRecovery,
     TextPart,
     adrive_sse,
-    api_options,
+    answer_entries,
+    chat_tool,
     check_tools,
     drive_sse,
     fresh_id,
     json_type,
-    scrub_whole,
+    recover_bytes,
+    scrub_parts,
 )
-from ._wire import dumps_compact, loads
-from .openai import check_gate, should_recover
-from .options import Options
-from .screens import may_contain_markup
+from .openai import should_recover
 from .sse import MAX_EVENT
 from .toolcall import ToolCall
 
@@ -72,10 +72,7 @@ def convert_tools(tools) -> tuple:
         schema = tool.get("input_schema")
         if schema is not None and not isinstance(schema, dict):
             return None, f"tools[{i}].input_schema is {json_type(schema)}, not an object"
-        function = {"name": name, "parameters": schema or {}}
-        if isinstance(tool.get("description"), str):
-            function["description"] = tool["description"]
-        functions.append({"type": "function", "function": function})
+        functions.append(chat_tool(name, schema, tool.get("description")))
     return functions, None
 
 
@@ -83,10 +80,6 @@ def messages_tools(tools) -> list:
     """The client tools of a Messages ``tools`` list as chat ``tools`` (what ``tools=`` of the other
     helpers takes); TypeError (not a list) or ValueError (a malformed entry) naming what is wrong."""
     return check_tools(tools, convert_tools)
-
-
-def _options(keywords: dict) -> Options:
-    return api_options(keywords, convert_tools)
 
 
 def tool_use_block(call: ToolCall) -> dict:
@@ -103,30 +96,12 @@ def recover_message(message: dict, *, native: bool, has_tools: bool, **options) 
     mutated; the very same object comes back when nothing changes (always with ``has_tools=False``).
     ``options`` are ``parse``'s, ``tools`` in the Messages shape (or ``options=`` an ``Options``).
     """
-    if not isinstance(message, dict):
-        raise TypeError(f"message must be a dict, not {type(message).__name__}")
-    check_gate(native, has_tools)
-    opts = _options(options)
-    content = message.get("content")
-    if not has_tools or content is None:
+    content, opts = answer_entries(message, "message", "content", native, has_tools, options, convert_tools)
+    if content is None:
         return message
-    if not isinstance(content, list):
-        raise TypeError(f"message['content'] must be a list, not {type(content).__name__}")
-    new_content = None
     calls: list[ToolCall] = []
-    structured = 0
-    for i, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise TypeError(f"message['content'][{i}] must be a dict, not {type(block).__name__}")
-        if block.get("type") == "tool_use":
-            structured += 1
-        elif block.get("type") == "text" and isinstance(block.get("text"), str):
-            text, found = scrub_whole(block["text"], opts)
-            calls += found
-            if text != block["text"]:
-                if new_content is None:
-                    new_content = list(content)
-                new_content[i] = {**block, "text": text}
+    new_content = scrub_parts(content, "text", opts, calls)
+    structured = sum(1 for block in content if block.get("type") == "tool_use")
     if not should_recover(native, True, structured):
         calls = []
     if new_content is None and not calls:
@@ -141,29 +116,15 @@ def recover_message_bytes(body, *, native: bool, has_tools: bool, **options):
     """``recover_message`` on a raw JSON body: ``body`` itself (the very same object) when nothing changes,
     when it is not a message (an error body …) or, without ``tools``, when ``may_contain_markup`` says no;
     otherwise compact UTF-8 JSON bytes."""
-    if not isinstance(body, (bytes, bytearray, memoryview)):
-        raise TypeError(f"body must be bytes, bytearray or memoryview, not {type(body).__name__}")
-    check_gate(native, has_tools)
-    opts = _options(options)
-    if not has_tools:
-        return body
-    data = bytes(body) if isinstance(body, memoryview) else body
-    if opts.tools is None and not opts.reasoning_started and not may_contain_markup(data, formats=opts.formats):
-        return body  # with tools a text may be a bare JSON call: always read
-    try:
-        message = loads(bytes(data))
-    except (ValueError, RecursionError):
-        return body
-    if not isinstance(message, dict) or message.get("type") == "error":
-        return body
-    try:
-        recovered = recover_message(message, native=native, has_tools=True, options=opts)
-    except TypeError:  # a shape recover_message rejects: not a message to rewrite
-        return body
-    return body if recovered is message else dumps_compact(recovered)
+    return recover_bytes(body, native, has_tools, options, convert_tools, _recover_answer)
 
 
-class MessagesRecovery:
+def _recover_answer(message: dict, **keywords) -> dict:
+    """``recover_message``, but an error body (``"type": "error"``) is left as it is."""
+    return message if message.get("type") == "error" else recover_message(message, **keywords)
+
+
+class MessagesRecovery(EventMachine):
     """Push the events of a streamed Messages answer (dicts) one at a time; get back the events to send.
 
     - ``content_block_start`` of a ``text`` block opens its scrubber (text it carries is scrubbed);
@@ -181,15 +142,8 @@ class MessagesRecovery:
     """
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
-        check_gate(native, has_tools)
-        self.native = native
-        self.has_tools = has_tools
-        self.options = _options(options)  #: the recovery options, checked
-        self.recovered = 0  #: calls recovered and sent
+        super().__init__(native, has_tools, options, convert_tools)  # its indexes: content block indexes
         self._blocks: dict[int, TextPart] = {}  # text blocks by index
-        self._structured: set = set()  # indexes of tool_use blocks
-        self._last = -1  # the highest block index seen
-        self._ended = False
 
     def push(self, event: dict) -> list:
         """Take the next event; return the events to send in its place (maybe none)."""
@@ -254,11 +208,7 @@ class MessagesRecovery:
                 tail = part.flush()
                 if tail:
                     out.append(_text_delta(index, tail))
-        calls = [call for _, part in sorted(self._blocks.items()) for call in part.calls]
-        if not calls or not should_recover(self.native, True, len(self._structured)):
-            return out
-        self.recovered += len(calls)
-        for call in calls:
+        for call in self._gated_calls(self._blocks):
             self._last += 1
             block = tool_use_block(call)
             out += [

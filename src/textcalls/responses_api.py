@@ -17,20 +17,19 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TypeGuard
 
 from ._apis import (
+    EventMachine,
     EventRecovery,
     TextPart,
     adrive_sse,
-    api_options,
+    answer_entries,
     check_tools,
     drive_sse,
     fresh_id,
-    json_type,
-    scrub_whole,
+    function_tools,
+    recover_bytes,
+    scrub_parts,
 )
-from ._wire import dumps_compact, loads
-from .openai import check_gate, should_recover
-from .options import Options
-from .screens import may_contain_markup
+from .openai import should_recover
 from .sse import MAX_EVENT
 from .toolcall import ToolCall
 
@@ -57,36 +56,13 @@ def convert_tools(tools) -> tuple:
     A function tool is ``{"type": "function", "name": non-empty str, "parameters": object or absent}``;
     another well-formed tool (an object whose string ``type`` is not ``"function"``: ``web_search``,
     ``custom``, ``mcp`` …) is left out, so a call naming it stays text."""
-    if not isinstance(tools, list):
-        return None, f"tools is {json_type(tools)}, not an array"
-    functions = []
-    for i, tool in enumerate(tools):
-        kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind == "function":
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                return None, f"tools[{i}] is a function tool without a name"
-            parameters = tool.get("parameters")
-            if parameters is not None and not isinstance(parameters, dict):
-                return None, f"tools[{i}].parameters is {json_type(parameters)}, not an object"
-            function = {"name": name, "parameters": parameters or {}}
-            if isinstance(tool.get("description"), str):
-                function["description"] = tool["description"]
-            functions.append({"type": "function", "function": function})
-        elif not isinstance(kind, str):
-            what = "an object without a string type" if isinstance(tool, dict) else json_type(tool)
-            return None, f"tools[{i}] is {what}, not a tool"
-    return functions, None
+    return function_tools(tools, nested=False)
 
 
 def responses_tools(tools) -> list:
     """The function tools of a Responses ``tools`` list as chat ``tools`` (what ``tools=`` of the other
     helpers takes); TypeError (not a list) or ValueError (a malformed entry) naming what is wrong."""
     return check_tools(tools, convert_tools)
-
-
-def _options(keywords: dict) -> Options:
-    return api_options(keywords, convert_tools)
 
 
 def function_call_item(call: ToolCall, *, status: str = "completed") -> dict:
@@ -110,36 +86,20 @@ def recover_responses(response: dict, *, native: bool, has_tools: bool, **option
     the very same object comes back when nothing changes (always with ``has_tools=False``). ``options`` are
     ``parse``'s, ``tools`` in the Responses shape (or ``options=`` an ``Options``, its tools chat-shaped).
     """
-    if not isinstance(response, dict):
-        raise TypeError(f"response must be a dict, not {type(response).__name__}")
-    check_gate(native, has_tools)
-    opts = _options(options)
-    output = response.get("output")
-    if not has_tools or output is None:
+    output, opts = answer_entries(response, "response", "output", native, has_tools, options, convert_tools)
+    if output is None:
         return response
-    if not isinstance(output, list):
-        raise TypeError(f"response['output'] must be a list, not {type(output).__name__}")
     new_output = None
     calls: list[ToolCall] = []
     structured = 0
     for i, item in enumerate(output):
-        if not isinstance(item, dict):
-            raise TypeError(f"response['output'][{i}] must be a dict, not {type(item).__name__}")
         kind = item.get("type")
         if kind in CALL_ITEMS:
             structured += 1
         content = item.get("content")
         if kind != "message" or not isinstance(content, list):
             continue
-        new_content = None
-        for j, part in enumerate(content):
-            if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str):
-                text, found = scrub_whole(part["text"], opts)
-                calls += found
-                if text != part["text"]:
-                    if new_content is None:
-                        new_content = list(content)
-                    new_content[j] = {**part, "text": text}
+        new_content = scrub_parts(content, "output_text", opts, calls)
         if new_content is not None:
             if new_output is None:
                 new_output = list(output)
@@ -155,29 +115,10 @@ def recover_responses_bytes(body, *, native: bool, has_tools: bool, **options):
     """``recover_responses`` on a raw JSON body: ``body`` itself (the very same object) when nothing changes,
     when it is not a response object (an error body …) or, without ``tools``, when ``may_contain_markup``
     says no; otherwise compact UTF-8 JSON bytes."""
-    if not isinstance(body, (bytes, bytearray, memoryview)):
-        raise TypeError(f"body must be bytes, bytearray or memoryview, not {type(body).__name__}")
-    check_gate(native, has_tools)
-    opts = _options(options)
-    if not has_tools:
-        return body
-    data = bytes(body) if isinstance(body, memoryview) else body
-    if opts.tools is None and not opts.reasoning_started and not may_contain_markup(data, formats=opts.formats):
-        return body  # with tools a text may be a bare JSON call: always read
-    try:
-        response = loads(bytes(data))
-    except (ValueError, RecursionError):
-        return body
-    if not isinstance(response, dict):
-        return body
-    try:
-        recovered = recover_responses(response, native=native, has_tools=True, options=opts)
-    except TypeError:  # a shape recover_responses rejects: not a response to rewrite
-        return body
-    return body if recovered is response else dumps_compact(recovered)
+    return recover_bytes(body, native, has_tools, options, convert_tools, recover_responses)
 
 
-class ResponsesRecovery:
+class ResponsesRecovery(EventMachine):
     """Push the events of a streamed Responses answer (dicts) one at a time; get back the events to send.
 
     - ``response.output_text.delta``: the delta is scrubbed by its part's scrubber (one per
@@ -202,17 +143,10 @@ class ResponsesRecovery:
     """
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
-        check_gate(native, has_tools)
-        self.native = native
-        self.has_tools = has_tools
-        self.options = _options(options)  #: the recovery options, checked
-        self.recovered = 0  #: calls recovered and sent
+        super().__init__(native, has_tools, options, convert_tools)  # its indexes: output_index
         self._parts: dict[tuple[int, int], TextPart] = {}
-        self._structured: set = set()  # output indexes of structured calls
-        self._last = -1  # the highest output_index seen
         self._shift = 0  # added to the upstream's sequence numbers
         self._seq: int | None = None  # the last sequence number sent
-        self._ended = False
 
     def push(self, event: dict) -> list:
         """Take the next event; return the events to send in its place (maybe none)."""
@@ -366,11 +300,7 @@ class ResponsesRecovery:
 
     def _call_items(self) -> list:
         """The in-progress ``function_call`` items of the recovered calls the gate lets through."""
-        calls = [call for _, part in sorted(self._parts.items()) for call in part.calls]
-        if not calls or not should_recover(self.native, True, len(self._structured)):
-            return []
-        self.recovered += len(calls)
-        return [function_call_item(call, status="in_progress") for call in calls]
+        return [function_call_item(call, status="in_progress") for call in self._gated_calls(self._parts)]
 
     def _call_events(self, item: dict) -> list:
         self._last += 1

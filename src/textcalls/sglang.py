@@ -28,11 +28,9 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
-from . import _scan
-from .markers import DIALECTS
+from . import _hosts, _scan
 from .options import Options
 from .parse import parse
 
@@ -44,21 +42,15 @@ TESTED_WITH = "0.5.23"
 NAME = "textcalls"
 #: The dialects on by default: every default one but reasoning (SGLang's ``--reasoning-parser`` does that)
 #: and Harmony (SGLang serves gpt-oss with its own parser).
-FORMATS = tuple(name for name, on in DIALECTS.items() if on and name not in ("reasoning", "harmony"))
+FORMATS = _hosts.FORMATS
 
 
 def _sglang_version() -> str:
-    try:
-        return version("sglang")
-    except PackageNotFoundError:
-        return "(version unknown)"
+    return _hosts.host_version("sglang")
 
 
 def _unknown_api(what: str) -> RuntimeError:
-    return RuntimeError(
-        f"textcalls.sglang does not know the API of SGLang {_sglang_version()}: {what} "
-        f"(tested with SGLang {TESTED_WITH}; pip install 'textcalls[sglang]')"
-    )
+    return _hosts.unknown_api("sglang", "SGLang", _sglang_version(), TESTED_WITH, what, RuntimeError)
 
 
 try:
@@ -74,14 +66,8 @@ try:
     from sglang.srt.function_call.function_call_parser import (  # type: ignore[import-not-found,unused-ignore]
         FunctionCallParser,
     )
-except ModuleNotFoundError as e:
-    if e.name == "sglang":
-        raise ImportError("textcalls.sglang needs SGLang: pip install 'textcalls[sglang]'") from e
-    if not (e.name or "").startswith("sglang."):
-        raise  # one of SGLang's own dependencies is missing: its message says which
-    raise _unknown_api(str(e)) from e
-except ImportError as e:  # a name these modules do not have
-    raise _unknown_api(str(e)) from e
+except ImportError as e:
+    _hosts.import_failed(e, "sglang", "SGLang", _unknown_api)
 
 #: The methods SGLang calls on a detector, with their parameters after ``self``.
 _METHODS = {
@@ -220,19 +206,7 @@ def register(name: str = NAME, **options: Any) -> type[TextcallsDetector]:
     ``register("textcalls_drop", unknown_tools="drop")``. Registering a name again replaces it. The
     ``sglang.srt.plugins`` entry point calls ``register()``.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, not {type(name).__name__}")
-    if not name:
-        raise ValueError("name must not be empty")
-    if "tools" in options or "options" in options:
-        raise TypeError("the tools come from each request: give parse's other keywords")
-    recovery = {"formats": FORMATS, **options}
-    Options(**recovery)  # bad keywords raise now, not at the first request
-    cls = (
-        TextcallsDetector
-        if recovery == TextcallsDetector.recovery
-        else type(TextcallsDetector.__name__, (TextcallsDetector,), {"recovery": recovery, "__module__": __name__})
-    )
+    cls = _hosts.register_class(TextcallsDetector, name, options)
     FunctionCallParser.ToolCallParserEnum[name] = cls
     return cls
 

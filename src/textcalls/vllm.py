@@ -20,14 +20,11 @@ RuntimeError naming that vLLM's version. Needs ``pip install 'textcalls[vllm]'``
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
-from . import _scan
-from .markers import DIALECTS
+from . import _hosts, _scan
 from .options import Options
 from .parse import parse
 
@@ -39,21 +36,11 @@ TESTED_WITH = "0.33.0"
 NAME = "textcalls"
 #: The dialects on by default: every default one but reasoning (vLLM's ``--reasoning-parser`` does that; its
 #: non-streamed result has no reasoning field) and Harmony (vLLM serves gpt-oss with its own parser only).
-FORMATS = tuple(name for name, on in DIALECTS.items() if on and name not in ("reasoning", "harmony"))
-
-
-def _vllm_version() -> str:
-    try:
-        return version("vllm")
-    except PackageNotFoundError:
-        return "(version unknown)"
+FORMATS = _hosts.FORMATS
 
 
 def _unknown_api(what: str) -> RuntimeError:
-    return RuntimeError(
-        f"textcalls.vllm does not know the API of vLLM {_vllm_version()}: {what} "
-        f"(tested with vLLM {TESTED_WITH}; pip install 'textcalls[vllm]')"
-    )
+    return _hosts.unknown_api("vllm", "vLLM", _hosts.host_version("vllm"), TESTED_WITH, what, RuntimeError)
 
 
 try:
@@ -74,14 +61,8 @@ try:
         ToolParser,
         ToolParserManager,
     )
-except ModuleNotFoundError as e:
-    if e.name == "vllm" or importlib.util.find_spec("vllm") is None:
-        raise ImportError("textcalls.vllm needs vLLM: pip install 'textcalls[vllm]'") from e
-    if not (e.name or "").startswith("vllm."):
-        raise  # one of vLLM's own dependencies is missing: its message says which
-    raise _unknown_api(str(e)) from e
-except ImportError as e:  # a name these modules do not have
-    raise _unknown_api(str(e)) from e
+except ImportError as e:
+    _hosts.import_failed(e, "vllm", "vLLM", _unknown_api)
 
 #: The methods vLLM calls on a tool parser, with their parameters after ``self``.
 _METHODS = {
@@ -238,19 +219,7 @@ def register(name: str = NAME, **options: Any) -> type[TextcallsToolParser]:
     ``--tool-parser-plugin``: ``register("textcalls_accept", unknown_tools="accept")``. Registering a name
     again replaces it. The ``vllm.general_plugins`` entry point calls ``register()``.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, not {type(name).__name__}")
-    if not name:
-        raise ValueError("name must not be empty")
-    if "tools" in options or "options" in options:
-        raise TypeError("the tools come from each request: give parse's other keywords")
-    recovery = {"formats": FORMATS, **options}
-    Options(**recovery)  # bad keywords raise now, not at the first request
-    cls = (
-        TextcallsToolParser
-        if recovery == TextcallsToolParser.recovery
-        else type(TextcallsToolParser.__name__, (TextcallsToolParser,), {"recovery": recovery, "__module__": __name__})
-    )
+    cls = _hosts.register_class(TextcallsToolParser, name, options)
     ToolParserManager.register_module(name=name, module=cls)
     return cls
 

@@ -1,14 +1,23 @@
 """What the Responses and Messages tests share: assistant texts made of prose and tool-call markup
-(hypothesis), feeding bytes in splits, and a plain SSE reading of what a client gets."""
+(hypothesis), feeding bytes in splits, a plain SSE reading of what a client gets, and end to end a stub
+upstream behind the proxy driven by an SDK."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
+import time
 
+import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from textcalls import proxy
+
+from .api_upstream import ApiUpstream
 from .sse_events import events
+from .upstream import LoopThread
 
 #: The tools offered, chat-shaped; the tests give them in each API's own shape.
 NAMES = ("get_weather", "get_time")
@@ -16,6 +25,17 @@ NAMES = ("get_weather", "get_time")
 #: reaches a client is markup leaking.
 PROSE = st.text(alphabet="abc xyz.,!?\n", max_size=30)
 LEAKS = ("<", "｜", "[", "{", "`")
+PROPERTY = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+#: What a client gets from the stub upstream's models, recovered: (the text, the calls' (name, arguments)).
+EXPECTED = {
+    "hermes": (
+        "I will check the weather.\n\n",
+        [("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"tz": "Europe/Paris"})],
+    ),
+    "deepseek": ("Let me look that up.", [("get_weather", {"city": "Oslo"}), ("get_time", {"tz": "Europe/Oslo"})]),
+}
 
 
 @st.composite
@@ -73,3 +93,45 @@ def run(recovery, chunks) -> tuple:
 def seen(data: bytes) -> list:
     """What a client dispatches: (event type, JSON data) of each event."""
     return [(kind, json.loads(payload)) for kind, payload, _ in events(data)]
+
+
+class Gateway:
+    """An ``ApiUpstream`` behind two proxies (``native``, ``guided``: their URLs) and one client per proxy,
+    ``connect(sdk, url)`` with the SDK module ``sdk`` (the test is skipped without it), closed with the gateway."""
+
+    def __init__(self, sdk: str, connect):
+        self.sdk = pytest.importorskip(sdk, reason=f"the end-to-end tests drive the proxy with the {sdk} SDK")
+        self.connect = connect
+        self.loop = LoopThread()
+        self.upstream = ApiUpstream()
+        self.upstream_runner, url = self.loop.serve(self.upstream.app)
+        self.runners = [self.loop.run(proxy.start(url, host="127.0.0.1", port=0, native=n)) for n in (True, False)]
+        self.native, self.guided = (f"http://127.0.0.1:{r.addresses[0][1]}" for r in self.runners)
+        self.clients: dict = {}
+
+    def client(self, url=None):
+        """One SDK client per proxy, closed with the gateway."""
+        url = url or self.native
+        if url not in self.clients:
+            self.clients[url] = self.connect(self.sdk, url)
+        return self.clients[url]
+
+    def close(self):
+        for client in self.clients.values():
+            client.close()
+        self.loop.close(*self.runners, self.upstream_runner)
+
+
+def log_lines(caplog, tag: str, count: int) -> list:
+    """The proxy's log lines of the requests whose query is ``?t=TAG``, sorted, their times cut, once there are
+    ``count`` of them or 5 s have passed (the proxy logs once it has sent an answer: maybe just after)."""
+
+    def lines():
+        return sorted(
+            re.sub(r" [0-9.]+ms$", "", r.getMessage()) for r in caplog.records if f"?t={tag}" in r.getMessage()
+        )
+
+    deadline = time.monotonic() + 5
+    while len(lines()) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return lines()
