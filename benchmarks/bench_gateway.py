@@ -20,7 +20,7 @@ import pytest
 
 from textcalls import _scan, _scan_c, _scan_py, _wire, sse
 from textcalls.sse import SSERecovery
-from textcalls.stream import recover_stream
+from textcalls.stream import ChunkRecovery, recover_stream
 
 from .conftest import BEST, ratio
 from .corpora import WORDS as CORPUS_WORDS
@@ -221,3 +221,81 @@ def test_proxy_against_direct(benchmark, servers, via, case):
         assert (b"tool_calls" in data) == (via == "proxy")  # the proxy did recover the call
     BEST[f"{via}-{case}"] = benchmark.stats.stats.median
     benchmark.extra_info["MB/s"] = round(len(data) / benchmark.stats.stats.median / 1e6, 2)
+
+
+# --- stream_arguments: a 17.5 K-character call, streamed in pieces or sent whole -----------------------
+
+_LONG_CONTENT = "".join(f'line {i}: "quoted" \\ tab\t <b> é\n' for i in range(600))[:17500]
+_LONG_ARGUMENTS = json.dumps({"path": "src/app.py", "content": _LONG_CONTENT})
+_LONG_TEXT = f'I will write it.\n<tool_call>\n{{"name": "write_file", "arguments": {_LONG_ARGUMENTS}}}\n</tool_call>'
+_LONG_TOOLS = [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object"}}}]
+
+
+def _paced_deltas(text):
+    """``text`` in deltas of 3 to 6 characters (a fixed cycle: the model's pace, one delta a tick)."""
+    out, i, k = [], 0, 0
+    while i < len(text):
+        n = 3 + k % 4
+        out.append(text[i : i + n])
+        i, k = i + n, k + 1
+    return out
+
+
+_LONG_CHUNKS = [_chunk(0, d) for d in _paced_deltas(_LONG_TEXT)] + [
+    {**_chunk(0, ""), "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}
+]
+
+
+def _gaps(stream_arguments):
+    """(longest gap in characters, in deltas) between the model writing a character of the arguments and the
+    client getting it: after each delta, the arguments written so far against those received so far."""
+    recovery = ChunkRecovery(native=True, has_tools=True, tools=_LONG_TOOLS, stream_arguments=stream_arguments)
+    offset = _LONG_TEXT.index(_LONG_ARGUMENTS)
+    written = received = fed = 0
+    when: list = []  # delta number at which each arguments character was written
+    chars = deltas = 0
+    for tick, chunk in enumerate(_LONG_CHUNKS):
+        fed += len(chunk["choices"][0]["delta"].get("content") or "")
+        now = min(max(fed - offset, 0), len(_LONG_ARGUMENTS))
+        when += [tick] * (now - written)
+        written = now
+        for out in recovery.push(chunk):
+            for choice in out["choices"]:
+                for entry in choice["delta"].get("tool_calls") or []:
+                    got = len(entry["function"]["arguments"])
+                    if got:
+                        deltas = max(deltas, tick - when[received])  # the oldest character in this piece
+                        received += got
+        chars = max(chars, written - received)
+    assert received == len(_LONG_ARGUMENTS)
+    return chars, deltas
+
+
+def test_stream_arguments_gap(benchmark):
+    """The longest gap, streamed vs not (recorded as pseudo-timings so the summary prints them)."""
+    on, off = benchmark.pedantic(lambda: (_gaps(True), _gaps(False)), rounds=1)
+    BEST.update({"gap-on-chars": on[0], "gap-on-deltas": on[1], "gap-off-chars": off[0], "gap-off-deltas": off[1]})
+    BEST["one"] = 1
+    assert on[0] <= 64 and off[0] == len(_LONG_ARGUMENTS)
+
+
+def _long(stream_arguments):
+    for _ in recover_stream(
+        _LONG_CHUNKS, native=True, has_tools=True, tools=_LONG_TOOLS, stream_arguments=stream_arguments
+    ):
+        pass
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("stream_arguments", [False, True], ids=["off", "on"])
+def test_stream_arguments_per_delta(bench, monkeypatch, impl, stream_arguments):
+    monkeypatch.setattr(_scan, "impl", IMPLS[impl])
+    bench(f"long-{impl}-{'on' if stream_arguments else 'off'}", _long, stream_arguments)
+
+
+ratio("17.5 K call in 3-6 char deltas: longest gap, streamed (characters)", "gap-on-chars", "one", "target <= 64")
+ratio("  the same, streamed (deltas)", "gap-on-deltas", "one")
+ratio("  the same, not streamed (characters)", "gap-off-chars", "one")
+ratio("  the same, not streamed (deltas)", "gap-off-deltas", "one")
+ratio("17.5 K call, per delta: stream_arguments on / off (Cython)", "long-c-on", "long-c-off", "target <= 1.5")
+ratio("17.5 K call, per delta: stream_arguments on / off (twin)", "long-py-on", "long-py-off", "target <= 1.5")

@@ -104,6 +104,8 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
             "metrics_path": _path_flag("--metrics-path", args.metrics_path),
             "health_path": _path_flag("--health-path", args.health_path),
         }
+        if args.stream_arguments:  # (create_app's default otherwise)
+            options["stream_arguments"] = True
         if options["metrics_path"] is not None and options["metrics_path"] == options["health_path"]:
             raise ValueError(f"--metrics-path and --health-path must differ, not both {args.metrics_path!r}")
         workers = _workers(args.workers)
@@ -176,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     gate.add_argument(
         "--prompt-guided", dest="native", action="store_false", help="tools are described in the prompt: always recover"
+    )
+    proxy.add_argument(
+        "--stream-arguments",
+        action="store_true",
+        help="streamed chat completions: send a text call's arguments in pieces as the model writes them "
+        "(JSON-bodied calls), not whole when its block ends",
     )
     proxy.add_argument(
         "--connect-timeout",

@@ -161,6 +161,12 @@ def _count(name: str, value) -> int:
     return value
 
 
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
 def _own_path(name: str, value) -> str | None:
     """A path the proxy answers itself (``/metrics``): ``value``, or None for none (the path is relayed)."""
     if value is None:
@@ -272,19 +278,21 @@ def _items_count(key: str, kinds: frozenset):
 
 class _Api:
     """How the proxy recovers one path: reading its request's tools (chat-shaped ones out), the options
-    for them, its SSE recovery, its body recovery, and the count of calls in a body."""
+    for them, its SSE recovery, its body recovery, the count of calls in a body, and whether its SSE
+    recovery can stream call arguments (``stream_arguments``)."""
 
-    __slots__ = ("tools", "formats", "sse", "body", "count")
+    __slots__ = ("tools", "formats", "sse", "body", "count", "streams")
 
-    def __init__(self, tools, formats, sse, body, count) -> None:
+    def __init__(self, tools, formats, sse, body, count, streams=False) -> None:
         self.tools, self.formats, self.sse, self.body, self.count = tools, formats, sse, body, count
+        self.streams = streams
 
-    def options(self, tools: list) -> Options:
-        return Options(tools=tools, formats=self.formats)
+    def options(self, tools: list, stream_arguments: bool = False) -> Options:
+        return Options(tools=tools, formats=self.formats, stream_arguments=stream_arguments)
 
 
 _APIS = {
-    CHAT_PATH: _Api(chat_tools, None, SSERecovery, recover_response_bytes, _call_count),
+    CHAT_PATH: _Api(chat_tools, None, SSERecovery, recover_response_bytes, _call_count, streams=True),
     RESPONSES_PATH: _Api(
         responses_api.convert_tools,
         FORMATS,
@@ -398,6 +406,7 @@ class _Proxy:
         body_timeout: float,
         max_connections: int,
         max_event: int,
+        stream_arguments: bool,
         metrics: Metrics,
         metrics_path: str | None,
         health_path: str | None,
@@ -414,6 +423,7 @@ class _Proxy:
         self.body_timeout = body_timeout
         self.max_connections = max_connections
         self.max_event = max_event
+        self.stream_arguments = stream_arguments
         self.metrics = metrics
         own = {metrics_path: self._metrics, health_path: self._health}
         self.own = {path: answer for path, answer in own.items() if path is not None}  # path -> its answer
@@ -645,11 +655,14 @@ class _Proxy:
         if recover and content_type.startswith("text/event-stream"):
             assert api is not None and tools is not None
             headers.popall("Content-Length", None)
-            recovery = api.sse(native=self.native, has_tools=True, max_event=self.max_event, options=api.options(tools))
+            pieces = self.stream_arguments and api.streams
+            options = api.options(tools, stream_arguments=pieces)
+            recovery = api.sse(native=self.native, has_tools=True, max_event=self.max_event, options=options)
             response = web.StreamResponse(status=200, headers=headers)
             ex.body = "sse"
             how = await self._pump(request, response, upstream, [], ex, recovery)
-            ex.how = f"sse recovered={recovery.recovered}{how}"
+            abandoned = f" abandoned={recovery.abandoned}" if pieces else ""
+            ex.how = f"sse recovered={recovery.recovered}{abandoned}{how}"
             return response
         if recover and "json" in content_type:
             assert api is not None and tools is not None
@@ -765,6 +778,7 @@ def create_app(
     body_timeout: float = BODY_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
     max_event: int = MAX_EVENT,
+    stream_arguments: bool = False,
     metrics_path: str | None = METRICS_PATH,
     health_path: str | None = HEALTH_PATH,
     metrics: Metrics | None = None,
@@ -775,7 +789,9 @@ def create_app(
     are busy (then 503), and again to open one (then 502). ``read_timeout``: seconds the upstream
     may stay silent, before its answer (then 504) or within it (then the answer is cut off).
     ``body_timeout``: seconds a client has to send its whole request body (then 408, and the
-    connection is closed). ``max_event``: ``SSERecovery``'s cap on one held event.
+    connection is closed). ``max_event``: ``SSERecovery``'s cap on one held event. ``stream_arguments``:
+    streamed chat completions send a text call's arguments in pieces as the model writes them
+    (``ChunkRecovery``); each request's log line then counts the calls abandoned after their start went out.
     ``metrics_path``, ``health_path``: the paths of the proxy's metrics and health answers (GET and
     HEAD; other methods 405), or None to relay that path like any other. ``metrics``: the
     ``textcalls.metrics.Metrics`` it counts in (default: its own); apps given the same one report together.
@@ -799,6 +815,7 @@ def create_app(
         body_timeout=_seconds("body_timeout", body_timeout),
         max_connections=_count("max_connections", max_connections),
         max_event=_count("max_event", max_event),
+        stream_arguments=_flag("stream_arguments", stream_arguments),
         metrics=Metrics() if metrics is None else metrics,
         metrics_path=metrics_path,
         health_path=health_path,
@@ -820,7 +837,7 @@ async def start(
 ):
     """Start a proxy; return its ``aiohttp.web.AppRunner`` (``addresses``; ``await cleanup()`` stops it).
 
-    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``, the own paths,
+    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``, ``stream_arguments``, the own paths,
     ``metrics``); ``reuse_port``: bind with SO_REUSEPORT, so that other processes may serve the same port
     (``run(workers=…)``).
     """

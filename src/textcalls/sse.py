@@ -70,6 +70,10 @@ class SSERecovery:
     sent on verbatim as it arrives (not decoded, so its text is not scrubbed). ``feed``
     returns ``b""`` while it holds; ``close()`` flushes held text and returns any
     incomplete event verbatim. With ``has_tools=False`` input comes straight back out.
+
+    With ``stream_arguments=True`` a JSON-bodied call goes out in pieces as its body arrives (see
+    ``ChunkRecovery``); its choice is active from the opener on, so every event is decoded until it
+    finishes.
     """
 
     def __init__(self, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT, **options) -> None:
@@ -103,6 +107,11 @@ class SSERecovery:
     def recovered(self) -> int:
         """Tool calls recovered and emitted so far."""
         return self.chunks.recovered
+
+    @property
+    def abandoned(self) -> int:
+        """Calls streamed in pieces (``stream_arguments=True``) and then abandoned (see ``ChunkRecovery``)."""
+        return self.chunks.abandoned
 
     @property
     def incomplete(self) -> bool:

@@ -18,6 +18,7 @@ __all__ = ["MAX_CHOICES", "ChunkRecovery", "arecover_stream", "recover_stream"]
 
 #: Where reasoning moved out of the content goes, in deltas and messages (DeepSeek's and vLLM's name).
 REASONING_KEY = "reasoning_content"
+_CHOICE_KEYS = frozenset({"index", "delta", "logprobs", "finish_reason"})
 #: Cap on the choices of one stream that are open at once (OpenAI's ``n`` is at most 128): a chunk that
 #: would open one more raises ValueError (``SSERecovery`` then relays its event unrecovered).
 MAX_CHOICES = 128
@@ -26,18 +27,19 @@ MAX_CHOICES = 128
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
-    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held", "midline")
+    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held", "midline", "streaming")
 
     def __init__(self, options: Options) -> None:
         self.scrubber = _scan.impl.StreamScrubber(options=options)
         self.active = False  # False: settled, behaves exactly like a fresh choice (see ChunkRecovery)
         self.upstream: dict = {}  # structured call index as sent -> index as forwarded
-        self.recovered = 0  # recovered calls emitted
+        self.recovered = 0  # downstream tool_calls indexes taken by recovered calls (streamed ones included)
         self.next_index = 0  # first downstream tool_calls index not used yet
         self.held: dict | None = None  # downstream index -> _Held: structured calls held for repair
         # settled, and its scrubber known to be mid-line: a text without a line ending fed to it on the
         # fast path cannot move its line state (code fences), so it needs no feeding
         self.midline = False
+        self.streaming: int | None = None  # stream_arguments: the downstream index of the call in pieces
 
 
 class _Held:
@@ -142,7 +144,10 @@ class ChunkRecovery:
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
         self._floor = 1 if self.screen.every or opts.reasoning_started else 0
-        self.recovered = 0  #: tool calls recovered and emitted so far, all choices
+        self.recovered = 0  #: tool calls recovered and emitted so far (streamed ones once ended), all choices
+        #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
+        self.abandoned = 0
+        self._events = opts.stream_arguments
         self._choices: dict = {}
         self.active = self._floor  #: choices that may not behave like fresh ones (read-only)
         self._template: dict | None = None  # the last chunk that had choices: model, id …
@@ -184,6 +189,16 @@ class ChunkRecovery:
                     fed = self._scrub(state, content)
                     if fed is None:
                         return [chunk]
+                    if (
+                        not fed[0]
+                        and not fed[1]
+                        and len(delta) == 1
+                        and choice.keys() <= _CHOICE_KEYS
+                        and choice.get("logprobs") is None
+                        and chunk.get("usage") is None
+                    ):  # all of it held or removed, and nothing else to say: only the calls' chunks go
+                        index = choice["index"]
+                        return [self._synthetic(chunk, index, {"tool_calls": group}) for group in fed[2]]
         self._room(choices)
         self._template = chunk
         before: list[dict] = []
@@ -216,8 +231,7 @@ class ChunkRecovery:
                 said = _said(text, thought)
                 if said:
                     out.append(self._synthetic(self._template, index, said))
-                if calls:
-                    out.append(self._synthetic(self._template, index, {"tool_calls": calls}))
+                out.extend(self._synthetic(self._template, index, {"tool_calls": group}) for group in calls)
         self._choices.clear()
         self.active = self._floor
         return out
@@ -317,14 +331,13 @@ class ChunkRecovery:
                 said = _said((text or "") + tail, thought + late)
                 if said:
                     before.append(self._synthetic(chunk, index, said))
-                if calls:
-                    before.append(self._synthetic(chunk, index, {"tool_calls": calls}))
+                before.extend(self._synthetic(chunk, index, {"tool_calls": group}) for group in calls)
                 calls, thought = [], ""
                 if "content" in delta:
                     new_delta = {k: v for k, v in (delta if new_delta is None else new_delta).items() if k != "content"}
                 text = content
-        if calls:
-            after.append(self._synthetic(chunk, index, {"tool_calls": calls}))
+        for group in calls:
+            after.append(self._synthetic(chunk, index, {"tool_calls": group}))
         if text != content:
             new_delta = {**(delta if new_delta is None else new_delta), "content": text}
         if thought:
@@ -340,21 +353,25 @@ class ChunkRecovery:
 
     def _scrub(self, state: _Choice, content: str) -> tuple | None:
         """Feed a content delta to the choice's scrubber: None when it comes back as it went, with no
-        reasoning moved out and no call completed; else (the text to show, the reasoning, the entries
-        of the calls completed)."""
+        reasoning moved out and no call completed or streamed; else (the text to show, the reasoning,
+        the ``tool_calls`` groups to send, one chunk each)."""
         scrubber = state.scrubber
         n = len(scrubber.calls)
         text = scrubber.feed(content)
         state.midline = False  # fed off the fast path: its line state is not followed here
         thought = scrubber.take_reasoning()
-        if len(scrubber.calls) > n:
-            calls = self._emit(state, scrubber.calls[n:])
+        if self._events:
+            calls = self._stream(state, n)
+            if not calls and text == content and not thought:
+                return None
+        elif len(scrubber.calls) > n:
+            calls = self._whole(state, scrubber.calls[n:])
         elif text == content and not thought:
             return None
         else:
             calls = []
-        if not state.active and text != content:
-            self._mark(state)  # it holds text, or removed some
+        if not state.active and (text != content or calls):
+            self._mark(state)  # it holds text, removed some, or streams a call
         return text, thought, calls
 
     def _mark(self, state: _Choice) -> None:
@@ -420,8 +437,9 @@ class ChunkRecovery:
         assert held is not None  # called only for a choice that holds calls
         return [self._release(held[index]) for index in sorted(held)]
 
-    def _emit(self, state: _Choice, calls: list) -> list:
-        """The ``tool_calls`` entries for newly completed calls the gate lets through."""
+    def _whole(self, state: _Choice, calls: list) -> list:
+        """The ``tool_calls`` groups (none, or one of every entry) for newly completed calls the gate
+        lets through, each sent whole."""
         if not should_recover(self.native, self.has_tools, len(state.upstream)):
             return []
         entries = []
@@ -430,19 +448,62 @@ class ChunkRecovery:
             state.next_index += 1
         state.recovered += len(entries)
         self.recovered += len(entries)
-        return entries
+        return [entries]
+
+    def _stream(self, state: _Choice, n: int) -> list:
+        """``stream_arguments``: the ``tool_calls`` groups for the call events of the choice's scrubber and
+        its calls from ``n`` on (those before were sent): a streamed call's start, its pieces, and the calls
+        its events do not cover, sent whole in their place in the stream."""
+        calls = state.scrubber.calls
+        groups: list = []
+        taken = n  # calls before it are sent (whole, or streamed)
+        for event in state.scrubber.take_events():
+            kind, index = event[0], event[1]
+            if kind == "arguments":
+                wire = state.streaming
+                if wire is not None:
+                    last = groups[-1][0] if groups else None
+                    if last is not None and last["index"] == wire and "id" not in last:
+                        last["function"]["arguments"] += event[2]
+                    else:
+                        groups.append([{"index": wire, "function": {"arguments": event[2]}}])
+            elif kind == "started":
+                if index > taken:
+                    groups += self._whole(state, calls[taken:index])
+                    taken = index
+                if should_recover(self.native, self.has_tools, len(state.upstream)):
+                    wire = state.streaming = state.next_index
+                    state.next_index += 1
+                    state.recovered += 1
+                    function = {"name": event[3], "arguments": ""}
+                    groups.append([{"index": wire, "id": event[2], "type": "function", "function": function}])
+            elif state.streaming is not None:  # ended (calls[index] is the call sent), or abandoned
+                if kind == "ended":
+                    self.recovered += 1
+                    taken = index + 1
+                else:
+                    self.abandoned += 1
+                state.streaming = None
+        if len(calls) > taken:
+            groups += self._whole(state, calls[taken:])
+        return groups
 
     def _flush(self, state: _Choice) -> tuple:
-        """(held text, calls, reasoning) at the end of a choice."""
+        """(held text, ``tool_calls`` groups, reasoning) at the end of a choice."""
         scrubber = state.scrubber
         n = len(scrubber.calls)
         tail = scrubber.flush()
-        return tail, self._emit(state, scrubber.calls[n:]), scrubber.take_reasoning()
+        if self._events:
+            calls = self._stream(state, n)
+        else:
+            calls = self._whole(state, scrubber.calls[n:]) if len(scrubber.calls) > n else []
+        return tail, calls, scrubber.take_reasoning()
 
     @staticmethod
     def _synthetic(template: dict, index: int, delta: dict) -> dict:
         """A chunk like ``template`` (id, model …) with one choice carrying ``delta``."""
-        chunk = {k: v for k, v in template.items() if k != "choices"}
+        chunk = template.copy()
+        del chunk["choices"]  # (every template has them) set again below: the same key order
         if chunk.get("usage") is not None:
             chunk["usage"] = None
         chunk["choices"] = [{"index": index, "delta": delta, "logprobs": None, "finish_reason": None}]

@@ -28,8 +28,14 @@ DEEPSEEK = (
 PLAIN = "Paris is sunny today, 24 degrees. Nothing to call <b>here</b>."
 #: A Hermes block whose body is cut short: malformed, so it is removed and no call comes of it.
 MALFORMED = 'Here it is.<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> Done.'
+#: A Hermes call with long arguments (about 2 K characters): streamed in pieces with stream_arguments.
+LONG = (
+    "Writing it.\n<tool_call>\n"
+    + json.dumps({"name": "write_file", "arguments": {"path": "notes.txt", "content": 'line \\ "q" é\n' * 150}})
+    + "\n</tool_call>"
+)
 #: model name -> the assistant text it writes
-SCRIPTS = {"hermes": HERMES, "deepseek": DEEPSEEK, "plain": PLAIN, "malformed": MALFORMED}
+SCRIPTS = {"hermes": HERMES, "deepseek": DEEPSEEK, "plain": PLAIN, "malformed": MALFORMED, "long": LONG}
 #: A structured call the "native" model sends, while its text also carries a Hermes block.
 NATIVE_CALL = {
     "index": 0,
