@@ -114,12 +114,16 @@ def api_options(keywords: dict, convert: Callable[[Any], tuple]) -> Options:
     """The ``Options`` for an API's recovery keywords: ``tools`` in that API's own shape (``convert`` gives
     ``(chat-shaped function tools, why not)``), ``formats`` defaulting to ``FORMATS``; or ``options=``."""
     if "options" in keywords:
-        return options_of(keywords)
-    given = dict(keywords)
-    if given.get("tools") is not None:
-        given["tools"] = check_tools(given["tools"], convert)
-    given.setdefault("formats", FORMATS)
-    return Options(**given)
+        options = options_of(keywords)
+    else:
+        given = dict(keywords)
+        if given.get("tools") is not None:
+            given["tools"] = check_tools(given["tools"], convert)
+        given.setdefault("formats", FORMATS)
+        options = Options(**given)
+    if options.stream_arguments:
+        raise ValueError("stream_arguments is not supported on the Responses and Messages APIs (chat completions only)")
+    return options
 
 
 def fresh_id(prefix: str) -> str:

@@ -57,10 +57,11 @@ def import_failed(error: ImportError, module: str, host: str, unknown: Callable[
 
 def check_options(options: dict) -> None:
     """TypeError/ValueError naming the bad one unless ``options`` are ``parse``'s keywords but ``tools`` (the
-    tools come from each request)."""
+    tools come from each request) and ``stream_arguments`` (not supported here)."""
     if "tools" in options or "options" in options:
         raise TypeError("the tools come from each request: give parse's other keywords")
-    Options(**options)  # bad keywords raise now, not at the first request
+    if Options(**options).stream_arguments:  # bad keywords raise now, not at the first request
+        raise ValueError("stream_arguments is not supported in the host integrations (each call goes out whole)")
 
 
 def register_class(base: type[_R], name: object, options: dict) -> type[_R]:
