@@ -1,5 +1,6 @@
 """The recovery gate and chat.completion rewriting, on both implementations."""
 
+import collections
 import copy
 import json
 
@@ -165,3 +166,36 @@ def test_think_text_goes_to_reasoning_content(impl, tc):
     )
     assert out["choices"][0]["message"]["reasoning_content"] == "first\nmore"
     assert out["choices"][0]["message"]["content"] == "ok"
+
+
+TALLY_TEXT = (
+    'a<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    "b<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>g<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    "c<tool_call>not json</tool_call>d"
+)
+TALLY = {("calls", "hermes"): 1, ("calls", "deepseek"): 1, ("malformed", ""): 1}
+
+
+def test_a_tally_counts_calls_by_dialect_and_malformed_blocks(impl, tc):
+    response = {"choices": [{"index": 0, "message": {"role": "assistant", "content": TALLY_TEXT}}]}
+    tally = collections.Counter()
+    recovered = tc.recover_response(response, native=False, has_tools=True, tally=tally)
+    assert len(recovered["choices"][0]["message"]["tool_calls"]) == 2
+    assert tally == TALLY
+    tally = collections.Counter()  # the same from the raw body
+    tc.recover_response_bytes(json.dumps(response).encode(), native=False, has_tools=True, tally=tally)
+    assert tally == TALLY
+    # and streamed, in any pieces: ChunkRecovery.tally, SSERecovery.tally
+    recovery = tc.ChunkRecovery(native=False, has_tools=True)
+    for k in range(0, len(TALLY_TEXT), 7):
+        recovery.push({"choices": [{"index": 0, "delta": {"content": TALLY_TEXT[k : k + 7]}}]})
+    recovery.close()
+    assert recovery.tally == TALLY
+
+
+def test_no_tally_is_kept_for_a_gated_choice(impl, tc):
+    structured = [{"id": "c", "type": "function", "function": {"name": "x", "arguments": "{}"}}]
+    message = {"role": "assistant", "content": TALLY_TEXT, "tool_calls": structured}
+    tally = collections.Counter()
+    tc.recover_response({"choices": [{"index": 0, "message": message}]}, native=True, has_tools=True, tally=tally)
+    assert tally == {}  # the native model's structured call: the content is not read

@@ -30,6 +30,7 @@ pytest.importorskip("aiohttp", reason="the proxy and the stub upstream run on ai
 
 from textcalls import metrics, proxy
 from textcalls.cli import main
+from textcalls.markers import DIALECTS
 
 from .gateway_support.upstream import LoopThread, Upstream
 
@@ -178,8 +179,16 @@ def test_counters_after_known_requests(impl, stub):
     }
     # every series is there, zero or not: 7 paths x 7 outcomes
     assert sum(name == "textcalls_requests_total" for name, _ in samples) == 49
-    assert samples["textcalls_calls_recovered_total", (("body", "json"),)] == 2
-    assert samples["textcalls_calls_recovered_total", (("body", "sse"),)] == 4
+    recovered = {labels: n for (name, labels), n in samples.items() if name == "textcalls_calls_recovered_total" and n}
+    assert recovered == {  # two Hermes calls non-streamed; two Hermes and two DeepSeek calls streamed
+        (("body", "json"), ("dialect", "hermes")): 2,
+        (("body", "sse"), ("dialect", "hermes")): 2,
+        (("body", "sse"), ("dialect", "deepseek")): 2,
+    }
+    # every (body, dialect) series is there: 2 bodies x (the dialects, bare_json, other)
+    assert sum(name == "textcalls_calls_recovered_total" for name, _ in samples) == 2 * (len(DIALECTS) + 2)
+    assert samples["textcalls_blocks_malformed_total", ()] == 2  # the malformed block, streamed and not
+    assert samples["textcalls_calls_abandoned_total", ()] == 0
     assert samples["textcalls_response_bytes_total", ()] == sum(len(data) for _, _, data, _ in changed + untouched)
     assert samples["textcalls_untouched_bytes_total", ()] == sum(len(data) for _, _, data, _ in untouched)
     for path, n in [(CHAT, 9), ("/v1/models", 1), ("other", 1), ("/v1/embeddings", 0)]:
@@ -456,10 +465,16 @@ def test_rows_are_summed():
         m.share(store, row)
     rows[0].count(CHAT, "recovered", 0.02, sent=10, untouched=0)
     rows[2].count(CHAT, "recovered", 7.0, sent=5, untouched=5)
-    rows[2].recovered("sse", 3)
+    rows[2].recovered("sse", 3, "kimi_k2")
+    rows[0].recovered("sse", 1, "kimi_k2")
+    rows[0].recovered("json", 2, "not-a-dialect")  # an unknown label counts as "other"
+    rows[1].malformed(4)
+    rows[2].abandoned(1)
     text = rows[1].render().decode()  # any row renders them all
     assert 'textcalls_requests_total{path="/v1/chat/completions",outcome="recovered"} 2\n' in text
-    assert 'textcalls_calls_recovered_total{body="sse"} 3\n' in text
+    assert 'textcalls_calls_recovered_total{body="sse",dialect="kimi_k2"} 4\n' in text
+    assert 'textcalls_calls_recovered_total{body="json",dialect="other"} 2\n' in text
+    assert "\ntextcalls_blocks_malformed_total 4\n" in text and "\ntextcalls_calls_abandoned_total 1\n" in text
     assert "\ntextcalls_response_bytes_total 15\n" in text and "\ntextcalls_untouched_bytes_total 5\n" in text
     assert 'textcalls_first_byte_seconds_bucket{path="/v1/chat/completions",le="0.01"} 0\n' in text
     assert 'textcalls_first_byte_seconds_bucket{path="/v1/chat/completions",le="0.025"} 1\n' in text
@@ -480,6 +495,8 @@ def test_a_real_prometheus_parser_reads_it(impl, stub):
     assert {name: f.type for name, f in families.items()} == {
         "textcalls_requests": "counter",
         "textcalls_calls_recovered": "counter",
+        "textcalls_blocks_malformed": "counter",
+        "textcalls_calls_abandoned": "counter",
         "textcalls_response_bytes": "counter",
         "textcalls_untouched_bytes": "counter",
         "textcalls_first_byte_seconds": "histogram",
@@ -521,7 +538,7 @@ def test_workers_report_the_same_totals_and_log_json(stub):
         for _ in range(6):  # whichever worker answers, the totals are everyone's
             samples = scrape(port)
             assert requests_by(samples) == {(CHAT, "recovered"): 16}
-            assert samples["textcalls_calls_recovered_total", (("body", "sse"),)] == 32
+            assert samples["textcalls_calls_recovered_total", (("body", "sse"), ("dialect", "hermes"))] == 32
             assert histogram(samples, CHAT)[2] == 16
         proc.terminate()
         assert proc.wait(15) == 0

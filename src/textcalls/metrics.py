@@ -12,7 +12,9 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-__all__ = ["BODIES", "BUCKETS", "CONTENT_TYPE", "OUTCOMES", "PATHS", "SLOTS", "Metrics", "path_label"]
+from .markers import DIALECTS
+
+__all__ = ["BODIES", "BUCKETS", "CONTENT_TYPE", "DIALECT_LABELS", "OUTCOMES", "PATHS", "SLOTS", "Metrics", "path_label"]
 
 #: The ``path`` label: these request paths as they are, any other one as ``"other"``.
 PATHS = (
@@ -28,6 +30,9 @@ PATHS = (
 OUTCOMES = ("recovered", "rewritten", "unchanged", "relayed", "broken", "client_gone", "error")
 #: The ``body`` label of recovered calls: a non-streamed JSON answer or an event stream.
 BODIES = ("json", "sse")
+#: The ``dialect`` label of recovered calls: a ``DIALECTS`` name, ``bare_json``, or ``other`` (a call whose
+#: dialect the recovery does not report: the Responses and Messages paths).
+DIALECT_LABELS = (*DIALECTS, "bare_json", "other")
 #: Upper bounds, in seconds, of the time-to-first-byte histogram's buckets (``+Inf`` besides).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -35,10 +40,13 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _PATH_INDEX = {path: i for i, path in enumerate(PATHS)}
 _OUTCOME_INDEX = {outcome: i for i, outcome in enumerate(OUTCOMES)}
 _BODY_INDEX = {body: i for i, body in enumerate(BODIES)}
+_DIALECT_INDEX = {dialect: i for i, dialect in enumerate(DIALECT_LABELS)}
 # the slots of one row
 _REQUESTS = 0  # [path][outcome]
-_CALLS = _REQUESTS + len(PATHS) * len(OUTCOMES)  # [body]
-_SENT = _CALLS + len(BODIES)
+_CALLS = _REQUESTS + len(PATHS) * len(OUTCOMES)  # [body][dialect]
+_MALFORMED = _CALLS + len(BODIES) * len(DIALECT_LABELS)
+_ABANDONED = _MALFORMED + 1
+_SENT = _ABANDONED + 1
 _UNTOUCHED = _SENT + 1
 _BUCKET = _UNTOUCHED + 1  # [path][bucket]: observations in each bucket alone; the last: over every bound
 _SUM = _BUCKET + len(PATHS) * (len(BUCKETS) + 1)  # [path]
@@ -90,9 +98,18 @@ class Metrics:
         store[base + _BUCKET + p * (len(BUCKETS) + 1) + bisect.bisect_left(BUCKETS, first_byte)] += 1
         store[base + _SUM + p] += first_byte
 
-    def recovered(self, body: str, calls: int) -> None:
-        """Add ``calls`` recovered in an answer whose ``body`` is ``"json"`` or ``"sse"``."""
-        self._store[self._base + _CALLS + _BODY_INDEX[body]] += calls
+    def recovered(self, body: str, calls: int, dialect: str = "other") -> None:
+        """Add ``calls`` of ``dialect`` recovered in an answer whose ``body`` is ``"json"`` or ``"sse"``."""
+        label = _DIALECT_INDEX.get(dialect, _DIALECT_INDEX["other"])
+        self._store[self._base + _CALLS + _BODY_INDEX[body] * len(DIALECT_LABELS) + label] += calls
+
+    def malformed(self, blocks: int) -> None:
+        """Add ``blocks`` removed without giving a call."""
+        self._store[self._base + _MALFORMED] += blocks
+
+    def abandoned(self, calls: int) -> None:
+        """Add ``calls`` whose arguments went out in pieces and that were then abandoned."""
+        self._store[self._base + _ABANDONED] += calls
 
     def _totals(self) -> list:
         store, rows = self._store, self._rows
@@ -113,12 +130,24 @@ class Metrics:
                     f'textcalls_requests_total{{path="{_escape(path)}",outcome="{_escape(outcome)}"}} {_number(value)}'
                 )
         out += [
-            "# HELP textcalls_calls_recovered_total Tool calls recovered from text markup, by answer body.",
+            "# HELP textcalls_calls_recovered_total Tool calls recovered from text markup, by answer body and "
+            "the dialect of the markup.",
             "# TYPE textcalls_calls_recovered_total counter",
         ]
         out += [
-            f'textcalls_calls_recovered_total{{body="{_escape(body)}"}} {_number(t[_CALLS + b])}'
+            f'textcalls_calls_recovered_total{{body="{_escape(body)}",dialect="{_escape(dialect)}"}} '
+            f"{_number(t[_CALLS + b * len(DIALECT_LABELS) + d])}"
             for b, body in enumerate(BODIES)
+            for d, dialect in enumerate(DIALECT_LABELS)
+        ]
+        out += [
+            "# HELP textcalls_blocks_malformed_total Blocks of markup removed without giving a call (malformed).",
+            "# TYPE textcalls_blocks_malformed_total counter",
+            f"textcalls_blocks_malformed_total {_number(t[_MALFORMED])}",
+            "# HELP textcalls_calls_abandoned_total Calls whose arguments went out in pieces (--stream-arguments) "
+            "and that were then abandoned.",
+            "# TYPE textcalls_calls_abandoned_total counter",
+            f"textcalls_calls_abandoned_total {_number(t[_ABANDONED])}",
         ]
         out += [
             "# HELP textcalls_response_bytes_total Body bytes of upstream answers sent to clients.",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from .dialects import GRAMMARS
 from .dialects.jsonlike import KIMI_ARGUMENT_BEGIN
@@ -34,7 +35,7 @@ def should_recover(native: bool, has_tools: bool, structured_calls: int) -> bool
     return has_tools and (not native or structured_calls == 0)
 
 
-def recover_response(response: dict, *, native: bool, has_tools: bool, **options) -> dict:
+def recover_response(response: dict, *, native: bool, has_tools: bool, tally: Counter | None = None, **options) -> dict:
     """Recover text tool calls in an OpenAI ``chat.completion`` object.
 
     The gate is applied per choice with that choice's own ``tool_calls`` count. A choice changes
@@ -49,6 +50,9 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, **options
     With ``has_tools``, whatever the gate says, a structured ``tool_calls`` entry whose
     ``function.name`` carries markup is repaired (``NameRepair``): the choice then changes even
     when its content does not, and the repaired call still counts as the structured call it is.
+
+    ``tally``, a ``collections.Counter``, counts what recovery did: ``("calls", DIALECT)`` for each call
+    recovered (``ToolCall.dialect``), ``("malformed", "")`` for each block removed without a call.
     """
     if not isinstance(response, dict):
         raise TypeError(f"response must be a dict, not {type(response).__name__}")
@@ -62,7 +66,7 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, **options
     new_choices = None
     names: list = []  # the NameRepair, built at the first structured name that needs one
     for i, choice in enumerate(choices):
-        new = _recover_choice(choice, i, native, has_tools, opts, names)
+        new = _recover_choice(choice, i, native, has_tools, opts, names, tally)
         if new is not None:
             if new_choices is None:
                 new_choices = list(choices)
@@ -72,7 +76,7 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, **options
     return {**response, "choices": new_choices}
 
 
-def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Options, names: list):
+def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Options, names: list, tally):
     """The rewritten choice, or None when it stays as it is."""
     if not isinstance(choice, dict):
         raise TypeError(f"response['choices'][{i}] must be a dict, not {type(choice).__name__}")
@@ -97,6 +101,8 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Opti
     parsed = None
     if isinstance(content, str) and should_recover(native, has_tools, len(structured)):
         parsed = parse(content, options=options)
+        if tally is not None:
+            count(tally, parsed.calls, parsed.malformed)
     if parsed is None or not (parsed.removed or parsed.reasoning):
         if repaired is structured:
             return None
@@ -111,6 +117,14 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Opti
         message["tool_calls"] = list(repaired) + [call.to_openai() for call in parsed.calls]
         choice["finish_reason"] = "tool_calls"
     return choice
+
+
+def count(tally: Counter, calls: list, malformed: int) -> None:
+    """Add ``calls`` (by their dialect) and ``malformed`` blocks to ``tally`` (see ``recover_response``)."""
+    for call in calls:
+        tally["calls", call.dialect] += 1
+    if malformed:
+        tally["malformed", ""] += malformed
 
 
 # -- structured calls whose name carries markup --------------------------------------------------

@@ -21,13 +21,15 @@ class Parsed:
     ``content`` is the text with every block and marker removed, stripped at both ends;
     ``calls`` the calls in order of appearance; ``removed`` how many blocks and markers were
     removed (malformed blocks count: their markup goes even when no call results);
-    ``reasoning`` the text of ``<think>`` spans (markers removed), stripped at both ends.
+    ``reasoning`` the text of ``<think>`` spans (markers removed), stripped at both ends;
+    ``malformed`` how many blocks of the content were removed without giving a call.
     """
 
     content: str
     calls: list[ToolCall]
     removed: int
     reasoning: str = ""
+    malformed: int = 0
 
 
 def parse(
@@ -94,4 +96,5 @@ def parse(
             return Parsed(text.strip(), [], 0)
     scrubber = _scan.impl.StreamScrubber(options=options)
     content = scrubber.feed(text) + scrubber.flush()
-    return Parsed(content.strip(), scrubber.calls, scrubber.removed, scrubber.take_reasoning().strip())
+    reasoning = scrubber.take_reasoning().strip()
+    return Parsed(content.strip(), scrubber.calls, scrubber.removed, reasoning, scrubber.malformed)

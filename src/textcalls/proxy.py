@@ -24,6 +24,7 @@ import multiprocessing
 import signal
 import socket
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -279,13 +280,14 @@ def _items_count(key: str, kinds: frozenset):
 class _Api:
     """How the proxy recovers one path: reading its request's tools (chat-shaped ones out), the options
     for them, its SSE recovery, its body recovery, the count of calls in a body, and whether its SSE
-    recovery can stream call arguments (``stream_arguments``)."""
+    recovery can stream call arguments (``stream_arguments``) and count calls by dialect (``tally``)."""
 
-    __slots__ = ("tools", "formats", "sse", "body", "count", "streams")
+    __slots__ = ("tools", "formats", "sse", "body", "count", "streams", "tallies")
 
     def __init__(self, tools, formats, sse, body, count, streams=False) -> None:
         self.tools, self.formats, self.sse, self.body, self.count = tools, formats, sse, body, count
         self.streams = streams
+        self.tallies = streams  # its recoveries count calls by dialect (chat completions)
 
     def options(self, tools: list, stream_arguments: bool = False) -> Options:
         return Options(tools=tools, formats=self.formats, stream_arguments=stream_arguments)
@@ -313,7 +315,20 @@ _APIS = {
 class _Exchange:
     """How one request went, for its log line and the metrics."""
 
-    __slots__ = ("started", "first", "status", "upstream_status", "outcome", "how", "body", "calls", "sent", "same")
+    __slots__ = (
+        "started",
+        "first",
+        "status",
+        "upstream_status",
+        "outcome",
+        "how",
+        "body",
+        "calls",
+        "tally",
+        "abandoned",
+        "sent",
+        "same",
+    )
 
     def __init__(self) -> None:
         self.started = time.perf_counter()
@@ -324,6 +339,8 @@ class _Exchange:
         self.how = "failed"  # the text log line's account
         self.body = "json"  # what recovered calls came in: "json" or "sse"
         self.calls = 0  # calls recovered
+        self.tally: Counter | None = None  # what recovery did, by dialect (chat completions: ChunkRecovery.tally)
+        self.abandoned = 0  # calls streamed in pieces, then abandoned
         self.sent = 0  # body bytes of the upstream's answer sent on
         self.same = True  # those bytes are the upstream's as it sent them
 
@@ -504,8 +521,17 @@ class _Proxy:
             sent=ex.sent,
             untouched=ex.sent if ex.same else 0,
         )
-        if ex.calls:
-            metrics.recovered(ex.body, ex.calls)
+        tally = ex.tally or Counter()
+        for (kind, dialect), n in tally.items():
+            if kind == "calls":
+                metrics.recovered(ex.body, n, dialect)
+            else:
+                metrics.malformed(n)
+        told = sum(n for (kind, _), n in tally.items() if kind == "calls")
+        if ex.calls > told:  # calls a recovery counts without their dialect (Responses, Messages)
+            metrics.recovered(ex.body, ex.calls - told)
+        if ex.abandoned:
+            metrics.abandoned(ex.abandoned)
         fields = {
             "method": request.method,
             "path": target,
@@ -672,7 +698,9 @@ class _Proxy:
                 data = await upstream.content.readany()
                 if not data:
                     body = b"".join(held)
-                    new = api.body(body, native=self.native, has_tools=True, options=api.options(tools))
+                    tally = ex.tally = Counter() if api.tallies else None
+                    extra = {"tally": tally} if api.tallies else {}
+                    new = api.body(body, native=self.native, has_tools=True, options=api.options(tools), **extra)
                     if new is body:
                         ex.outcome, ex.how = "unchanged", "json unchanged"
                         ex.wrote(body)
@@ -759,6 +787,8 @@ class _Proxy:
             ex.same = echo.same
             if recovery is not None:
                 ex.calls = recovery.recovered
+                ex.tally = getattr(recovery, "tally", None)  # chat completions' SSERecovery
+                ex.abandoned = getattr(recovery, "abandoned", 0)
         return ""
 
     def _broke_off(self, request, ex: _Exchange, why) -> str:

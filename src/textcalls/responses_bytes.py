@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from ._wire import dumps_compact
 from .openai import check_gate, recover_response
@@ -12,7 +13,7 @@ from .screens import may_contain_markup, may_hold_bare_call, may_mark_name
 __all__ = ["recover_response_bytes"]
 
 
-def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
+def recover_response_bytes(body, *, native: bool, has_tools: bool, tally: Counter | None = None, **options):
     """Return ``body`` itself unless recovery changes it; else the re-serialised response.
 
     ``body`` is bytes-like; ``options`` are ``recover_response``'s (``formats``, ``tools``,
@@ -22,7 +23,7 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     format, which has no markup to look for, or ``reasoning_started``, the body is always
     decoded; with ``tools``, also when a ``"content"`` starts as a bare JSON call may), when it
     is not a JSON object that ``recover_response`` accepts (error bodies, other shapes) or when no choice changes.
-    Otherwise the result is compact UTF-8 JSON bytes.
+    Otherwise the result is compact UTF-8 JSON bytes. ``tally``: as ``recover_response``'s.
     """
     if not isinstance(body, (bytes, bytearray, memoryview)):
         raise TypeError(f"body must be bytes, bytearray or memoryview, not {type(body).__name__}")
@@ -46,7 +47,7 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, **options):
     if not isinstance(response, dict):
         return body
     try:
-        recovered = recover_response(response, native=native, has_tools=has_tools, options=opts)
+        recovered = recover_response(response, native=native, has_tools=has_tools, tally=tally, options=opts)
     except TypeError:  # a shape recover_response rejects: not a chat.completion to rewrite
         return body
     if recovered is response:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from ._drive import adrive, drive
@@ -107,6 +108,11 @@ class SSERecovery:
     def recovered(self) -> int:
         """Tool calls recovered and emitted so far."""
         return self.chunks.recovered
+
+    @property
+    def tally(self) -> Counter:
+        """What recovery did: calls by dialect, blocks removed without a call (``ChunkRecovery.tally``)."""
+        return self.chunks.tally
 
     @property
     def abandoned(self) -> int:

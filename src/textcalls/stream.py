@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from . import _scan
 from ._drive import adrive, drive
-from .openai import NameRepair, check_gate, marked, should_recover
+from .openai import NameRepair, check_gate, count, marked, should_recover
 from .options import Options, options_of
 from .screens import screen_for
 
@@ -147,6 +148,8 @@ class ChunkRecovery:
         self.recovered = 0  #: tool calls recovered and emitted so far (streamed ones once ended), all choices
         #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
         self.abandoned = 0
+        #: what recovery did, as ``recover_response``'s ``tally``: calls by dialect, blocks removed without a call
+        self.tally: Counter = Counter()
         self._events = opts.stream_arguments
         self._choices: dict = {}
         self.active = self._floor  #: choices that may not behave like fresh ones (read-only)
@@ -446,6 +449,7 @@ class ChunkRecovery:
         for call in calls:
             entries.append({"index": state.next_index, **call.to_openai()})
             state.next_index += 1
+        count(self.tally, calls, 0)
         state.recovered += len(entries)
         self.recovered += len(entries)
         return [entries]
@@ -480,6 +484,7 @@ class ChunkRecovery:
             elif state.streaming is not None:  # ended (calls[index] is the call sent), or abandoned
                 if kind == "ended":
                     self.recovered += 1
+                    count(self.tally, calls[index : index + 1], 0)
                     taken = index + 1
                 else:
                     self.abandoned += 1
@@ -493,6 +498,7 @@ class ChunkRecovery:
         scrubber = state.scrubber
         n = len(scrubber.calls)
         tail = scrubber.flush()
+        count(self.tally, [], scrubber.malformed)
         if self._events:
             calls = self._stream(state, n)
         else:
