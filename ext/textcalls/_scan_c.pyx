@@ -166,6 +166,8 @@ cdef class _CSpec:
     cdef bint* has_starts       # per block kind: the body's first character is restricted
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
+    cdef bint lex_stop[128]     # what _lex must look at outside a JSON string: closers' and literals' first
+    #                             characters, quotes, backslashes, brackets (all ASCII: others are skipped)
     cdef bint strong_first[128]
     cdef Py_UCS4 first_chars[FIRST_MAX]
     cdef bint pair[128][128]    # some literal starts with these two (ASCII) characters
@@ -197,6 +199,7 @@ cdef class _CSpec:
             raise MemoryError()
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
         for c in range(128):
+            self.lex_stop[c] = chr(c) in '"\\{}[]'
             self.first[c] = False
             self.strong_first[c] = False
             self.first_lo[c] = 0
@@ -267,6 +270,11 @@ cdef class _CSpec:
             self.longest = max(self.longest, len(text))
             e += 1
             self.first_hi[ord(text[0])] = e
+        for text in [b.closer for b in table.blocks if b.closer] + [b.opener for b in table.blocks] + [
+                m.literal for m in table.markers]:
+            if ord(text[0]) >= 128:
+                raise ValueError(f"a block or marker literal must start with an ASCII character: {text!r}")
+            self.lex_stop[ord(text[0])] = True
         for k, b in enumerate(table.blocks):
             _lit(&self.closers[k], b.closer or "")
             self.json_end[k] = b.closer is None
@@ -318,18 +326,11 @@ cdef class _CSpec:
         """Index of the next character that can begin a literal, in [start, end), or -1."""
         cdef Py_ssize_t best = -1, i
         cdef int f
-        cdef Py_UCS4 c
-        if kind == 1:
-            for f in range(self.n_first):
-                i = _find(kind, d, start, end if best < 0 else best, self.first_chars[f])
-                if i >= 0:
-                    best = i
-            return best
-        for i in range(start, end):
-            c = PyUnicode_READ(kind, d, i)
-            if c < 128 and self.first[c]:
-                return i
-        return -1
+        for f in range(self.n_first):  # one memchr each (wide text too: see _find)
+            i = _find(kind, d, start, end if best < 0 else best, self.first_chars[f])
+            if i >= 0:
+                best = i
+        return best
 
     cdef int opener_at(self, int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint final, int own) noexcept:
         """1 if a strong opener, or entry ``own`` (the open block's opener; -1: none), starts at ``i`` (a tag
@@ -503,6 +504,27 @@ cdef inline Py_ssize_t _quote_or_backslash(int kind, const void* d, Py_ssize_t i
     else:
         p4 = <const Py_UCS4*>d
         while i < end and p4[i] != 0x22 and p4[i] != 0x5C:
+            i += 1
+    return i
+
+
+cdef inline Py_ssize_t _past_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
+                                 const bint* stop) noexcept nogil:
+    """The first index in [i, end) of an ASCII character ``stop`` marks (``end`` if none)."""
+    cdef const Py_UCS1* p1
+    cdef const Py_UCS2* p2
+    cdef const Py_UCS4* p4
+    if kind == 1:
+        p1 = <const Py_UCS1*>d
+        while i < end and (p1[i] >= 128 or not stop[p1[i]]):
+            i += 1
+    elif kind == 2:
+        p2 = <const Py_UCS2*>d
+        while i < end and (p2[i] >= 128 or not stop[p2[i]]):
+            i += 1
+    else:
+        p4 = <const Py_UCS4*>d
+        while i < end and (p4[i] >= 128 or not stop[p4[i]]):
             i += 1
     return i
 
@@ -1368,6 +1390,10 @@ cdef class StreamScrubber:
                     self._esc = True
                 p += 1
                 continue
+            if not self._at_start:  # past the body's first character: a run none of the checks below sees, at once
+                p = _past_run(kind, d, p, end, spec.lex_stop)
+                if p >= end:
+                    break
             c = PyUnicode_READ(kind, d, p)
             # the closer first (it may look like an opener), then openers, then the JSON state
             if closer.n and c == closer.ch[0]:
