@@ -2,23 +2,21 @@
 options, the steps of a whole answer's and a raw body's recovery, the start of an event machine
 (``EventMachine``), one text part's scrubber, and ``EventRecovery``, the framing of typed server-sent events
 (``event: TYPE`` then a JSON ``data:`` line) in any splits, which sends on byte for byte every event an API's
-machine leaves as it is (the chat-completions ``SSERecovery`` has its own, screened, framing).
+machine leaves as it is (on ``SSEFraming``, the framing the chat-completions ``SSERecovery`` screens).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from . import _scan
-from ._drive import adrive, drive
 from ._wire import dumps_compact, loads
 from .markers import DIALECTS
 from .openai import check_gate, should_recover
 from .options import Options, options_of
 from .screens import may_contain_markup
-from .sse import MAX_EVENT
+from .sse import MAX_EVENT, SSEFraming, adrive_sse, drive_sse
 from .toolcall import ToolCall, new_call_id
 
 __all__ = [
@@ -45,11 +43,6 @@ __all__ = [
 #: The dialects these APIs recover by default: every default one but ``reasoning``, since they carry
 #: reasoning in items and blocks of their own (``<think>`` written into a text part stays text).
 FORMATS = tuple(name for name, on in DIALECTS.items() if on and name != "reasoning")
-
-# The end of an event: a line ending (LF, CR or CRLF) followed by an empty line; "\r\n" is never two.
-_EVENT_END = re.compile(rb"\r\n(?:\n|\r\n?)|\r\r\n?|\n(?:\n|\r\n?)")
-_LINE = re.compile(rb"([^\r\n]*)(\r\n|\r|\n)")
-_BOM = b"\xef\xbb\xbf"
 
 
 def json_type(value) -> str:
@@ -274,7 +267,7 @@ class EventMachine:
         return calls
 
 
-class EventRecovery:
+class EventRecovery(SSEFraming):
     """Feed raw SSE bytes in any splits; get back the bytes to send (see the module doc).
 
     Events follow the SSE spec (LF, CRLF or CR line endings, a UTF-8 BOM, multi-line ``data:``, comments).
@@ -285,30 +278,16 @@ class EventRecovery:
     bytes; a longer one is sent on verbatim as it arrives, unread. ``feed`` returns ``b""`` while it holds.
     """
 
+    _keeps_end = False  # written events end with their own empty line
+
     def __init__(self, machine: Machine, *, max_event: int = MAX_EVENT) -> None:
-        if not isinstance(max_event, int) or isinstance(max_event, bool):
-            raise TypeError(f"max_event must be an int, not {type(max_event).__name__}")
-        if max_event < 1:
-            raise ValueError(f"max_event must be >= 1, not {max_event}")
+        super().__init__(max_event)
         self.machine = machine
-        self.max_event = max_event
-        self._buf = bytearray()
-        self._started = False  # the possible BOM has been dealt with
-        self._lf: bytes | None = None  # the last event ended with a CR: what to send if an LF completes it
-        self._over: bytes | None = None  # passing an oversized event through: its last bytes
-        self._newline = b"\n"
-        self._scan = 0  # offset in _buf before which no event end starts: each byte is searched once
-        self._closed = False
 
     @property
     def recovered(self) -> int:
         """Tool calls recovered and sent so far."""
         return self.machine.recovered
-
-    @property
-    def incomplete(self) -> bool:
-        """The bytes fed so far end inside an event (a stream that ends now is broken, not complete)."""
-        return bool(self._buf) or self._over is not None
 
     def feed(self, data) -> bytes:
         """Take the next upstream bytes (bytes-like); return the bytes to send now."""
@@ -318,95 +297,17 @@ class EventRecovery:
             raise ValueError("feed() after close(): the stream has ended")
         if not self.machine.has_tools:
             return data  # type: ignore[return-value]  # as SSERecovery: the input itself, unread
-        data = bytes(data)
-        out: list[bytes] = []
-        if self._lf is not None and data:
-            if data[:1] == b"\n":
-                out.append(self._lf)
-                data = data[1:]
-            self._lf = None
-        if self._over is not None:
-            data = self._pass_over(data, out)
-        buf = self._buf
-        buf += data
-        if not self._started:
-            if len(buf) < 3 and _BOM.startswith(buf):
-                return b""
-            self._started = True
-            if buf.startswith(_BOM):
-                out.append(_BOM)
-                del buf[:3]
-        self._events(out)
-        size = len(buf)  # as it will count once complete, whatever the split: its final line endings not counted
-        while size and buf[size - 1] in b"\r\n":
-            size -= 1
-        if size > self.max_event:
-            self._over = bytes(buf[-3:])
-            out.append(bytes(buf))
-            buf.clear()
-        self._scan = max(0, len(buf) - 3)
-        return b"".join(out)
+        return self._feed(bytes(data))
 
-    def close(self) -> bytes:
-        """End the stream: what the machine still holds, then any incomplete event verbatim."""
-        if self._closed:
-            return b""
-        self._closed = True
-        out = [self._write(event, []) for event in self.machine.close()]
-        out.append(bytes(self._buf))
-        self._buf.clear()
-        return b"".join(out)
+    def _flush(self) -> list:
+        return [self._write(event, []) for event in self.machine.close()]
 
-    def _pass_over(self, data: bytes, out: list) -> bytes:
-        """Send on the oversized event's bytes; return what follows its end."""
-        assert self._over is not None
-        joined = self._over + data
-        m = _EVENT_END.search(joined)
-        if m is None:
-            out.append(data)
-            self._over = joined[-3:]
-            return b""
-        end = m.end() - len(self._over)
-        out.append(data[:end])
-        self._over = None
-        if end == len(data) and data.endswith(b"\r"):
-            self._lf = b"\n"
-        return data[end:]
-
-    def _events(self, out: list) -> None:
-        """Handle every complete event in the buffer, leaving the incomplete one."""
-        buf = self._buf
-        pos = 0
-        while True:
-            start = pos
-            while buf[pos : pos + 1] in (b"\n", b"\r"):  # empty lines before an event dispatch nothing
-                pos += 2 if buf[pos : pos + 2] == b"\r\n" else 1
-            if pos > start:
-                out.append(bytes(buf[start:pos]))  # as they came
-            m = _EVENT_END.search(buf, max(pos, self._scan))
-            self._scan = 0
-            if m is None:
-                break
-            raw = bytes(buf[pos : m.end()])
-            new = None if m.start() - pos > self.max_event else self._event(raw)
-            out.append(raw if new is None else new)
-            pos = m.end()
-            if pos == len(buf) and raw.endswith(b"\r"):  # an LF first in the next input belongs to this event
-                self._lf = b"\n" if new is None else b""
-        del buf[:pos]
-
-    def _event(self, raw: bytes) -> bytes | None:
-        """The bytes to send for the complete event ``raw``, or None: as it came."""
-        lines = _LINE.findall(raw)
-        data = []
-        for content, _ in lines:
-            if content[:5] == b"data:" or content == b"data":
-                value = content[5:]
-                data.append(value[1:] if value[:1] == b" " else value)
-        if not data:
+    def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
+        lines, data = self._read(bytes(buf[pos:end]))
+        if data is None:
             return None
         try:
-            event = loads(b"\n".join(data))
+            event = loads(data)
         except (ValueError, RecursionError):
             return None
         if not isinstance(event, dict):
@@ -415,7 +316,7 @@ class EventRecovery:
         new = self.machine.push(event)
         if len(new) == 1 and new[0] is event:
             return None
-        return b"".join(self._write(e, lines if i == len(new) - 1 else []) for i, e in enumerate(new))
+        return [self._write(e, lines if i == len(new) - 1 else []) for i, e in enumerate(new)]
 
     def _write(self, event: dict, lines: list) -> bytes:
         """One event: ``event: TYPE``, its other original ``lines`` (no data or event line), one ``data:`` line."""
@@ -426,18 +327,3 @@ class EventRecovery:
                 out.append(content + ending)
         out.append(b"data: " + dumps_compact(event) + nl + nl)
         return b"".join(out)
-
-
-def drive_sse(recovery: EventRecovery, chunks: Iterable) -> Iterator[bytes]:
-    """The bytes ``recovery`` gives for an iterable of byte chunks (empty results skipped); closing the
-    result closes ``chunks``."""
-    return drive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
-
-
-def adrive_sse(recovery: EventRecovery, chunks: AsyncIterable) -> AsyncIterator[bytes]:
-    """``drive_sse`` over an async iterable."""
-    return adrive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
-
-
-def _some(data: bytes) -> tuple:
-    return (data,) if data else ()

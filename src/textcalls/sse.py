@@ -10,6 +10,7 @@ import contextlib
 import re
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Protocol
 
 from ._drive import adrive, drive
 from ._wire import dumps_compact, loads
@@ -44,7 +45,173 @@ def _inside(stops: tuple):
     return re.compile(b"|".join([b"[" + re.escape(single) + b"]", *multi])).search
 
 
-class SSERecovery:
+class SSEFraming:
+    """The framing of a raw server-sent-events byte stream fed in any splits, which a recovery builds on.
+
+    Events follow the SSE spec: they end at an empty line, lines end with LF, CR or CRLF (``"\\r\\n"`` is one
+    ending, even split across reads); a UTF-8 BOM first in the stream and empty lines before an event go out
+    as they came. ``_feed`` returns the bytes to send now: each complete event as ``_event`` says (those a
+    subclass passes over in bulk, ``_ahead``, as they came). At most ``max_event`` bytes of an incomplete
+    event are held; an event over the cap is sent on verbatim as it arrives, unread. ``close()`` sends what
+    ``_flush`` gives, then any incomplete event verbatim.
+    """
+
+    #: A rewritten event's bytes end with its own last line ending: an LF that completes a CR last in the
+    #: input then goes out too (else it goes with the event).
+    _keeps_end = True
+
+    def __init__(self, max_event: int) -> None:
+        """Nothing held; TypeError or ValueError for a ``max_event`` that is not an int >= 1."""
+        if not isinstance(max_event, int) or isinstance(max_event, bool):
+            raise TypeError(f"max_event must be an int, not {type(max_event).__name__}")
+        if max_event < 1:
+            raise ValueError(f"max_event must be >= 1, not {max_event}")
+        self.max_event = max_event
+        self._buf = bytearray()  # the incomplete event (or a BOM's first bytes)
+        self._scan = 0  # offset in _buf before which no event end starts
+        self._started = False  # a possible BOM has been dealt with
+        self._lf: bytes | None = None  # the input ended with an event's CR: what to send if an LF completes it
+        self._over: bytes | None = None  # passing an oversized event through: its last bytes
+        self._newline = b"\n"  # line ending of written events: that of the last event read
+        self._closed = False
+
+    @property
+    def incomplete(self) -> bool:
+        """True while the bytes fed so far end inside an event (held, or an oversized one being passed
+        through): a stream that ends now ends mid-event, which is a broken stream, not a clean end."""
+        return bool(self._buf) or self._over is not None
+
+    def close(self) -> bytes:
+        """End the stream: what is still held (``_flush``), then any incomplete event verbatim."""
+        if self._closed:
+            return b""
+        self._closed = True
+        out = self._flush()
+        out.append(bytes(self._buf))
+        self._buf.clear()
+        return b"".join(out)
+
+    def _flush(self) -> list:
+        """The bytes that end the stream, before any incomplete event (``close``)."""
+        raise NotImplementedError
+
+    def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
+        """The complete event ``buf[pos:end]`` (its final empty line included): None if it goes out as it
+        came, else the bytes that replace it (maybe none). ``single``: it is one line, then LF LF."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _read(raw: bytes) -> tuple[list, bytes | None]:
+        """``(lines, data)`` of the complete event ``raw``: its ``(content, line ending)`` pairs, and the
+        values of its ``data`` fields joined by LF (None when it has none)."""
+        lines = _LINE.findall(raw)
+        data = []
+        for content, _ in lines:
+            if content[:5] == b"data:" or content == b"data":
+                value = content[5:]
+                data.append(value[1:] if value[:1] == b" " else value)
+        return lines, b"\n".join(data) if data else None
+
+    def _feed(self, data: bytes) -> bytes:
+        out: list = []
+        if self._lf is not None and data:
+            if data[0] == 0x0A:
+                out.append(self._lf)
+                data = data[1:]
+            self._lf = None
+        buf = self._buf
+        if self._over is not None:
+            data = self._pass_over(data, out)
+        buf += data
+        if not self._started:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                return b""
+            self._started = True
+            if buf.startswith(_BOM):
+                out.append(_BOM)
+                del buf[:3]
+        self._events(out)
+        if _size(buf, len(buf)) > self.max_event:  # the event can only be oversized: pass it through
+            self._over = bytes(buf[-3:])
+            out.append(bytes(buf))
+            buf.clear()
+            self._scan = 0
+        return b"".join(out)
+
+    def _pass_over(self, data, out: list):
+        """Send on the oversized event's bytes; return what follows its end (or nothing)."""
+        assert self._over is not None  # passing an oversized event through
+        joined = self._over + data
+        m = _EVENT_END.search(joined)
+        if m is None:
+            out.append(data)
+            self._over = joined[-3:]
+            return b""
+        end = m.end() - len(self._over)
+        out.append(data[:end])
+        self._over = None
+        if end == len(data) and data[-1] == 0x0D:
+            self._lf = b"\n"
+        return data[end:]
+
+    def _ahead(self, buf: bytearray, n: int, cr: bool) -> int:
+        """Where ``_events`` starts in ``buf[:n]``, which holds a line ending after ``_scan`` (a CR if
+        ``cr``): the complete events before it go out as they came, unread (here none)."""
+        return 0
+
+    def _events(self, out: list) -> None:
+        """Handle every complete event in the buffer, leaving the incomplete one."""
+        buf = self._buf
+        n = len(buf)
+        scan = self._scan  # no event ends before it: each byte is searched once
+        cr = buf.find(b"\r", scan) >= 0  # without CR an event ends at the first LF followed by an LF
+        find = buf.find
+        pos = self._ahead(buf, n, cr) if cr or find(b"\n", scan) >= 0 else 0
+        verbatim = 0  # buf[verbatim:pos] goes out as it came: sent in one piece when something else must go
+        new: list | None = None  # what replaced the last event (None: it went out as it came)
+        while pos < n:
+            first = buf[pos]
+            if first == 0x0A or first == 0x0D:  # an empty line opening an event: it dispatches nothing
+                pos += 1
+                if first == 0x0D and pos < n and buf[pos] == 0x0A:
+                    pos += 1
+                new = None
+                continue
+            start = pos if pos > scan else scan
+            if cr:
+                m = _EVENT_END.search(buf, start)
+                if m is None:
+                    break
+                last, end = m.span()
+                single = False
+            else:  # (memchr: a search for LF LF is slower)
+                last = find(b"\n", start)
+                single = True  # no line ending before its end: the event is one line
+                while 0 <= last < n - 1 and buf[last + 1] != 0x0A:
+                    single = False
+                    last = find(b"\n", last + 2)
+                if last < 0 or last == n - 1:
+                    break
+                end = last + 2
+                if single and start > pos:  # its first bytes were searched before, for an LF LF only
+                    single = find(b"\n", pos, start) < 0 and find(b"\r", pos, start) < 0
+            # (an oversized event goes out as it came, as in any other split)
+            new = None if last - pos > self.max_event else self._event(buf, pos, end, single)
+            if new is not None:
+                if verbatim < pos:
+                    out.append(bytes(buf[verbatim:pos]))
+                out.extend(new)
+                verbatim = end
+            pos = end
+        if verbatim < pos:
+            out.append(bytes(buf[verbatim:pos]))
+        if pos == n and n and buf[n - 1] == 0x0D:  # an LF first in the next input completes this CR: sent
+            self._lf = b"\n" if new is None or (new and self._keeps_end) else b""  # as the event was, or dropped
+        del buf[:pos]
+        self._scan = max(0, len(buf) - 3)
+
+
+class SSERecovery(SSEFraming):
     """Feed raw SSE bytes in any splits; get back the bytes to send downstream.
 
     Events follow the SSE spec (LF, CRLF or CR line endings, a UTF-8 BOM, multi-line
@@ -79,12 +246,8 @@ class SSERecovery:
 
     def __init__(self, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT, **options) -> None:
         """``options`` are ``StreamScrubber``'s, for every choice (see ``ChunkRecovery``)."""
-        if not isinstance(max_event, int) or isinstance(max_event, bool):
-            raise TypeError(f"max_event must be an int, not {type(max_event).__name__}")
-        if max_event < 1:
-            raise ValueError(f"max_event must be >= 1, not {max_event}")
+        super().__init__(max_event)
         self.chunks = ChunkRecovery(native=native, has_tools=has_tools, **options)
-        self.max_event = max_event
         self._untouched = self.chunks.screen.untouched
         self._fences = self.chunks.screen.fences  # skipped content must still be fed (see _follow)
         self._stops = _stops(self.chunks.starts)
@@ -95,13 +258,6 @@ class SSERecovery:
         # (never a line ending: they hold no backslash) cannot move its line state, so need no feeding
         self._midline = False
         self._tries = _TRIES  # events still to decode, though screened untouched, to find such an event
-        self._buf = bytearray()  # the incomplete event (or a BOM's first bytes)
-        self._scan = 0  # offset in _buf before which no event end starts
-        self._started = False  # a possible BOM has been dealt with
-        self._lf: bytes | None = None  # the input ended with an event's CR: what to send if an LF completes it
-        self._over: bytes | None = None  # passing an oversized event through: its last bytes
-        self._newline = b"\n"  # line ending of synthetic events: that of the last event decoded
-        self._closed = False
         self._clear = False  # open, with tools, started, and nothing held: the fast path may apply
 
     @property
@@ -118,12 +274,6 @@ class SSERecovery:
     def abandoned(self) -> int:
         """Calls streamed in pieces (``stream_arguments=True``) and then abandoned (see ``ChunkRecovery``)."""
         return self.chunks.abandoned
-
-    @property
-    def incomplete(self) -> bool:
-        """True while the bytes fed so far end inside an event (held, or an oversized one being passed
-        through): a stream that ends now ends mid-event, which is a broken stream, not a clean end."""
-        return bool(self._buf) or self._over is not None
 
     def feed(self, data) -> bytes:
         """Take the next upstream bytes (bytes-like); return the bytes to send now."""
@@ -162,124 +312,33 @@ class SSERecovery:
         self._clear = self._started and not self._buf and self._lf is None and self._over is None
         return out
 
-    def _feed(self, data: bytes) -> bytes:
-        out: list = []
-        if self._lf is not None and data:
-            if data[0] == 0x0A:
-                out.append(self._lf)
-                data = data[1:]
-            self._lf = None
-        buf = self._buf
-        if self._over is not None:
-            data = self._pass_over(data, out)
-        buf += data
-        if not self._started:
-            if len(buf) < 3 and _BOM.startswith(buf):
-                return b""
-            self._started = True
-            if buf.startswith(_BOM):
-                out.append(_BOM)
-                del buf[:3]
-        self._events(out)
-        if _size(buf, len(buf)) > self.max_event:  # the event can only be oversized: pass it through
-            self._over = bytes(buf[-3:])
-            out.append(bytes(buf))
-            buf.clear()
-            self._scan = 0
-        return b"".join(out)
-
     def close(self) -> bytes:
         """End the stream: flushed text and calls, then any incomplete event verbatim."""
-        if self._closed:
-            return b""
-        self._closed = True
         self._clear = False
-        out = self._synthetic(self.chunks.close(), [])
-        out.append(bytes(self._buf))
-        self._buf.clear()
-        return b"".join(out)
+        return super().close()
+
+    def _flush(self) -> list:
+        return self._synthetic(self.chunks.close(), [])
 
     # -- events ---------------------------------------------------------------------------------
 
-    def _pass_over(self, data, out: list):
-        """Send on the oversized event's bytes; return what follows its end (or nothing)."""
-        assert self._over is not None  # passing an oversized event through
-        joined = self._over + data
-        m = _EVENT_END.search(joined)
-        if m is None:
-            out.append(data)
-            self._over = joined[-3:]
-            return b""
-        end = m.end() - len(self._over)
-        out.append(data[:end])
-        self._over = None
-        if end == len(data) and data[-1] == 0x0D:
-            self._lf = b"\n"
-        return data[end:]
-
-    def _events(self, out: list) -> None:
-        """Handle every complete event in the buffer, leaving the incomplete one."""
-        buf = self._buf
-        n = len(buf)
-        pos = 0
-        if not self.chunks.active:  # pass over in one piece the complete events it cannot act on
-            start = self._scan  # no event ends before it: each byte is searched once
-            last = buf.rfind(b"\n\n", start)
-            if buf.find(b"\r", start) >= 0:  # (memchr first: the two searches below are slower)
-                last = max(last, buf.rfind(b"\n\r", start), buf.rfind(b"\r\r", start))
-            if last >= 0:
-                end = last + 2
-                if end < n and buf[end - 1] == 0x0D and buf[end] == 0x0A:
-                    end += 1
-                pos = self._known(buf, end)
-                if pos < end and not self._learning and self._untouched(bytes(buf[pos:end])):
-                    pos = end
-        verbatim = 0  # buf[verbatim:pos] goes out as it came: sent in one piece when something else must go
-        sent = True  # the last event went out (as it came, or rewritten) rather than being dropped
-        scan = self._scan  # no event ends before it: each byte is searched once
-        cr = buf.find(b"\r", scan) >= 0  # without CR an event ends at the first LF followed by an LF
-        find = buf.find
-        while pos < n:
-            first = buf[pos]
-            if first == 0x0A or first == 0x0D:  # an empty line opening an event: it dispatches nothing
-                pos += 1
-                if first == 0x0D and pos < n and buf[pos] == 0x0A:
-                    pos += 1
-                sent = True
-                continue
-            start = pos if pos > scan else scan
-            if cr:
-                m = _EVENT_END.search(buf, start)
-                if m is None:
-                    break
-                last, end = m.span()
-                single = False
-            else:  # (memchr: a search for LF LF is slower)
-                last = find(b"\n", start)
-                single = True  # no line ending before its end: the event is one line
-                while 0 <= last < n - 1 and buf[last + 1] != 0x0A:
-                    single = False
-                    last = find(b"\n", last + 2)
-                if last < 0 or last == n - 1:
-                    break
-                end = last + 2
-                if single and start > pos:  # its first bytes were searched before, for an LF LF only
-                    single = find(b"\n", pos, start) < 0 and find(b"\r", pos, start) < 0
-            # (an oversized event goes out as it came, as in any other split)
-            new = None if last - pos > self.max_event else self._event(buf, pos, end, single)
-            if new is not None:
-                if verbatim < pos:
-                    out.append(bytes(buf[verbatim:pos]))
-                out.extend(new)
-                verbatim = end
-            sent = new is None or bool(new)
+    def _ahead(self, buf: bytearray, n: int, cr: bool) -> int:
+        """While no choice is active, pass over in one piece the complete events it cannot act on."""
+        if self.chunks.active:
+            return 0
+        start = self._scan  # no event ends before it: each byte is searched once
+        last = buf.rfind(b"\n\n", start)
+        if cr:  # (memchr first: the two searches below are slower)
+            last = max(last, buf.rfind(b"\n\r", start), buf.rfind(b"\r\r", start))
+        if last < 0:
+            return 0
+        end = last + 2
+        if end < n and buf[end - 1] == 0x0D and buf[end] == 0x0A:
+            end += 1
+        pos = self._known(buf, end)
+        if pos < end and not self._learning and self._untouched(bytes(buf[pos:end])):
             pos = end
-        if verbatim < pos:
-            out.append(bytes(buf[verbatim:pos]))
-        if pos == n and n and buf[n - 1] == 0x0D:  # an LF first in the next input completes this CR:
-            self._lf = b"\n" if sent else b""  # sent as the event was, or dropped with it
-        del buf[:pos]
-        self._scan = max(0, len(buf) - 3)
+        return pos
 
     def _known(self, buf: bytearray, limit: int) -> int:
         """Where the events at the start of ``buf[:limit]`` that are shaped like the remembered one,
@@ -323,8 +382,6 @@ class SSERecovery:
             self._midline = self._midline or bool(joined.strip(" "))
 
     def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
-        """The complete event ``buf[pos:end]`` (its final empty line included): None if it goes out as it
-        came, else the bytes that replace it (maybe none). ``single``: it is one line, then LF LF."""
         learning = self._around is None and self._tries > 0  # self._learning, inline (on every event)
         if not self.chunks.active and not learning and self._untouched(bytes(buf[pos:end])):
             return None
@@ -334,16 +391,11 @@ class SSERecovery:
             payload = buf[pos + 6 if buf[pos + 5] == 0x20 else pos + 5 : end - 2]  # (loads takes a bytearray)
             self._newline = b"\n"
         else:
-            lines = _LINE.findall(bytes(buf[pos:end]))
+            lines, joined = self._read(bytes(buf[pos:end]))
             self._newline = lines[0][1]
-            data = []
-            for content, _ in lines:
-                if content[:5] == b"data:" or content == b"data":
-                    value = content[5:]
-                    data.append(value[1:] if value[:1] == b" " else value)
-            if not data:
+            if joined is None:
                 return None
-            payload = b"\n".join(data)
+            payload = joined
         if payload == _DONE:
             self._midline = False
             flushed = self._synthetic(self.chunks.close(), lines or [])
@@ -431,15 +483,30 @@ def recover_sse(
 
     Closing the returned iterator closes ``chunks`` when it has a ``close()``.
     """
-    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options)
-    return drive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
+    return drive_sse(SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options), chunks)
 
 
 def arecover_sse(
     chunks: AsyncIterable, *, native: bool, has_tools: bool, max_event: int = MAX_EVENT, **options
 ) -> AsyncIterator[bytes]:
     """``recover_sse`` over an async iterable; closing the result ``aclose()``-s ``chunks``."""
-    recovery = SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options)
+    return adrive_sse(SSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options), chunks)
+
+
+class _Recovery(Protocol):
+    def feed(self, data) -> bytes: ...
+
+    def close(self) -> bytes: ...
+
+
+def drive_sse(recovery: _Recovery, chunks: Iterable) -> Iterator[bytes]:
+    """The bytes ``recovery`` gives for an iterable of byte chunks (empty results skipped); closing the
+    result closes ``chunks``."""
+    return drive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
+
+
+def adrive_sse(recovery: _Recovery, chunks: AsyncIterable) -> AsyncIterator[bytes]:
+    """``drive_sse`` over an async iterable."""
     return adrive(chunks, "bytes", lambda data: _some(recovery.feed(data)), lambda: _some(recovery.close()))
 
 
