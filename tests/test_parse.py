@@ -351,3 +351,21 @@ def test_malformed_counts_the_content_blocks_removed_without_a_call(impl, text, 
         scrubber.feed(ch)
     scrubber.flush()
     assert scrubber.malformed == malformed
+
+
+def test_an_xml_body_in_tool_call_closes_at_its_closer_whatever_its_quotes(impl):
+    # code in a Qwen3-Coder value: a '{' then quotes must not hide </tool_call> as a JSON string would
+    text = (
+        '<tool_call>\n<function=write_file>\n<parameter=content>\nprint(f"{x}")\n'
+        '</parameter>\n</function>\n</tool_call> after <tool_call>{"name": "g", "arguments": {}}</tool_call> end'
+    )
+    scrubber = impl.StreamScrubber()
+    shown = ""
+    for k in range(0, len(text), 5):
+        shown += scrubber.feed(text[k : k + 5])
+        if text[: k + 5].endswith("end"):
+            break
+    # both calls are taken, and the text after them shown, before the stream ends
+    assert [c.name for c in scrubber.calls] == ["write_file", "g"]
+    assert shown.startswith(" after ") and "<" not in shown
+    assert shown + scrubber.flush() == " after  end"

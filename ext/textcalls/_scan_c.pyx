@@ -1418,6 +1418,8 @@ cdef class StreamScrubber:
                 if spec.has_starts[self._kind] and not (c < 128 and spec.starts[self._kind * 128 + <int>c]):
                     out[0] = p
                     return LX_PROSE
+                if c == 0x3C and not self._json_end:  # a tag body (Qwen3-Coder XML in <tool_call>) is no JSON
+                    self._poisoned = True
             if self._json_end:
                 if self._before_json:
                     if c == 0x7B or (c == 0x5B and lead):  # '{', or '[' first

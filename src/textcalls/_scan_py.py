@@ -850,6 +850,8 @@ class StreamScrubber:
                 self._at_start = False
                 if block.starts is not None and c not in block.starts:
                     return ("prose", p)
+                if c == "<" and not self._json_end:  # a tag body (Qwen3-Coder XML in <tool_call>) is no JSON
+                    self._poisoned = True
             if self._json_end:
                 if self._before_json:
                     if c == "{" or (c == "[" and lead):
