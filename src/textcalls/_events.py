@@ -16,16 +16,35 @@ A call starts only outside reasoning, in a block scanned with JSON-string awaren
 grammar keeps plain arguments as written (``_HEADS``), once the name is complete and names an offered tool
 (or ``unknown_tools="accept"``) and the arguments object has begun. Its pieces are slices of the body from
 that object's ``{`` to its closing ``}``; held back are only what the scanner holds (a possible closer or
-opener) and an unfinished escape in a string. Every other call (arrays of calls, XML bodies, other shapes)
-has no events: it is in ``calls`` as before.
+opener) and an unfinished escape in a string.
+
+Qwen3-Coder XML bodies of those blocks (``<function=NAME><parameter=KEY>VALUE</parameter>…</function>`` in
+a ``<tool_call>``, or ``<parameter=…>`` tags in a ``<function=NAME>`` block; ``dialects.xml.qwen3_xml``)
+stream too (``_QwenCall``): their arguments are ``json.dumps`` of the parameters, written as the values
+arrive. The call starts at its ``<function=NAME>`` (in a ``<function=NAME>`` block: at its first
+parameter). A string value (one the schema types nothing else) is sent as it comes, escaped, but for what
+its layout trim (``xml._trim``) may still remove: a leading line break not yet known to be one, and its
+end while that may be the closing tag's layout (a last line of only spaces or tabs, with the line break
+before it; or a last space or carriage return). A tag that may be forming is held until known, at most
+``TAG_MAX`` characters (past that the call stops streaming). A typed value is sent whole once it ends.
+The call stops streaming, and the block's end settles it, on anything else: another call in the block, a
+repeated key, text between tags, or a value the trim changes otherwise (a closing tag indented: dedent).
+GLM bodies of a ``<tool_call>`` (``NAME<arg_key>K</arg_key><arg_value>V</arg_value>…``, ``dialects.xml.glm``)
+stream alike (``_GlmCall``), from their first key; their ``}`` comes with the block's end.
+
+Every other call (arrays of calls, other XML dialects, other shapes) has no events: it is in ``calls`` as
+before.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from json.encoder import encode_basestring
+from typing import ClassVar
 
-from .dialects import _NAME_ATTRIBUTE
+from .dialects import _NAME_ATTRIBUTE, xml
 from .dialects.jsonlike import (
     _FUNCTION_OPENER,
     _KIMI_ID,
@@ -143,8 +162,343 @@ _HEADS: dict[str, tuple[int, Callable[[str, str], Head | None]]] = {
     "dsml_toolcall": (0, _name_then_json),
 }
 
+#: grammars whose bodies may be Qwen3-Coder XML (a body whose first character is ``<``)
+_QWEN_GRAMMARS = frozenset(("hermes", "function"))
+#: the longest text a tag that may be forming is held for (past it, the call stops streaming)
+TAG_MAX = 64
+_QWEN_TAG = re.compile(
+    r"<(?:function=(?P<call>[^<>\n]*)>|(?P<end_call>/function\s*>)"
+    r"|parameter=(?P<param>[^<>\n]*)>|(?P<end_param>/parameter\s*>))"
+)
+_QWEN_OPENER = re.compile(r"<function=(?P<call>[^<>\n]*)>")
+_QWEN_LITERALS = ("<function=", "</function", "<parameter=", "</parameter")
+#: the tags that may follow a value's closing tag for it to end there (xml._AFTER_VALUE, _AFTER_CALL)
+_AFTER = {"end_param": ("param", "end_call", "call"), "end_call": ("call",)}
+_LEADING_BREAK = re.compile(r"[ \t]*\r?\n")
+_MAYBE_LEADING_BREAK = re.compile(r"[ \t]*\r?")
+_MORE = "more"  # a tag may be forming
+_PROBES = ("0", "true", "null", "{}", "[]")  # one text each schema type converts
+
 # states of the open block
-_OFF, _HEAD, _ARGS, _DONE = range(4)
+_OFF, _HEAD, _XML_HEAD, _ARGS, _XML, _DONE = range(6)
+
+
+def _escape(text: str) -> str:
+    """``text`` as ``json.dumps(…, ensure_ascii=False)`` writes it inside a string (escaping is per character):
+    ``encode_basestring`` is what ``json.dumps`` calls for a ``str``."""
+    return encode_basestring(text)[1:-1]
+
+
+def _tag_at(text: str, i: int) -> re.Match | str | None:
+    """The Qwen3-Coder tag at ``text[i]`` (a ``<``), ``_MORE`` when one may still be forming, or ``None``."""
+    m = _QWEN_TAG.match(text, i)
+    if m is not None:
+        return m
+    rest = text[i : i + TAG_MAX + 1]  # a tag forming longer than that stops the call anyway
+    for literal in _QWEN_LITERALS:
+        if len(rest) <= len(literal):
+            if literal.startswith(rest):
+                return _MORE
+        elif rest.startswith(literal):
+            tail = rest[len(literal) :]
+            named = literal.endswith("=")
+            if (named and not any(c in "<>\n" for c in tail)) or (not named and not tail.strip()):
+                return _MORE
+    return None
+
+
+_GLM_TAG = re.compile(r"<(?:arg_key>(?P<param>[^<>]*)</arg_key>(?:\s|\\n)*<arg_value>|(?P<end_param>/arg_value\s*>))")
+_GLM_BETWEEN = re.compile(r"(?:\s|\\n)*\\?")  # between a key and its value: whitespace, "\n" written out
+
+
+def _glm_tag_at(text: str, i: int) -> re.Match | str | None:
+    """The GLM tag at ``text[i]`` (a ``<``), ``_MORE`` when one may still be forming, or ``None``.
+
+    (A key whose ``<arg_value>`` was left out, ``xml._GLM``'s other form, is not read: the call stops.)"""
+    m = _GLM_TAG.match(text, i)
+    if m is not None:
+        return m
+    rest = text[i : i + TAG_MAX + 1]
+    end = "</arg_value"
+    if (len(rest) <= len(end) and end.startswith(rest)) or (rest.startswith(end) and not rest[len(end) :].strip()):
+        return _MORE
+    key = "<arg_key>"
+    if len(rest) <= len(key):
+        return _MORE if key.startswith(rest) else None
+    if not rest.startswith(key):
+        return None
+    close = rest.find("<", len(key))
+    if ">" in rest[len(key) : None if close < 0 else close]:
+        return None
+    if close < 0:
+        return _MORE
+    after = rest[close:]
+    if len(after) <= len("</arg_key>"):
+        return _MORE if "</arg_key>".startswith(after) else None
+    if not after.startswith("</arg_key>"):
+        return None
+    after = after[len("</arg_key>") :]
+    value = _GLM_BETWEEN.sub("", after, count=1)  # what comes after the leading whitespace
+    return _MORE if "<arg_value>".startswith(value) else None
+
+
+def _sendable(tail: str) -> int:
+    """How much of a string value's unsent ``tail`` its layout trim can no longer remove."""
+    nl = tail.rfind("\n")
+    if tail[nl + 1 :].strip(" \t"):  # the last line cannot be the closing tag's indentation
+        return len(tail) - (tail[-1] in " \r")  # a last space may be collapsed, a "\r" precede the break
+    if nl <= 0:
+        return 0
+    return nl - (tail[nl - 1] == "\r")
+
+
+def _stays_string(ctx, tool: str, key: str) -> bool:
+    """Whether no text of parameter ``key`` is converted by the schema (``Context.value``)."""
+    return all(isinstance(ctx.value(tool, key, probe), str) for probe in _PROBES)
+
+
+class _QwenCall:
+    """Reads one Qwen3-Coder body as it arrives and sends its arguments through ``owner`` (module docstring)."""
+
+    _tag_at = staticmethod(_tag_at)
+    #: the tags that may follow a value's closing tag for it to end there (xml._AFTER_VALUE, _AFTER_CALL)
+    _after: ClassVar[dict[str, tuple[str, ...]]] = _AFTER
+    _newline_params = True  # an unclosed value ends only at a parameter tag that starts a line
+
+    __slots__ = (
+        "_owner",
+        "_ctx",
+        "_buf",
+        "_step",
+        "_name",
+        "_keys",
+        "_key",
+        "_string",
+        "_raw",
+        "_last",
+        "_lead",
+        "_tail",
+        "_value_sent",
+        "_end",
+        "_mark",
+    )
+
+    def __init__(self, owner: CallEvents, ctx, name: str | None) -> None:
+        self._owner = owner
+        self._ctx = ctx
+        self._buf = ""  # body text not read yet
+        # ``<function=NAME>`` blocks are past the call tag: their call starts at the first parameter
+        self._step: Callable[[], bool] = self._call_tag if name is None else self._between
+        self._name = name or ""
+        self._keys: set[str] = set()
+        self._key = ""
+        self._string = False  # the value streams as a string
+        self._raw: list[str] = []  # the value's text so far, as written
+        self._last = ""  # its last character (a parameter tag ends an unclosed value only at a line's start)
+        self._lead: bool | None = None  # whether the value starts with a line break (None: not known yet)
+        self._tail = ""  # the string value's text not sent yet
+        self._value_sent: list[str] = []
+        self._end = ""  # the kind of closing tag held, awaiting what follows it
+        self._mark = 0  # the length of that tag in ``_buf``
+
+    def feed(self, text: str) -> None:
+        self._buf += text
+        while self._step():
+            pass
+
+    def _stop(self) -> bool:
+        """Stream no more: the block's end settles the call (or no call started)."""
+        owner = self._owner
+        owner._state = _DONE if owner._state == _XML else _OFF
+        self._step = self._idle
+        return False
+
+    def _wait(self, limit: int) -> bool:
+        """More text is needed: wait for it, unless ``limit`` characters are held already."""
+        if len(self._buf) > limit:
+            self._stop()
+        return False
+
+    def _idle(self) -> bool:
+        self._buf = ""
+        return False
+
+    def _next_tag(self) -> re.Match | str | None:
+        """The tag after whitespace (``None``: other text; ``_MORE``: wait)."""
+        buf = self._buf
+        j = len(buf) - len(buf.lstrip())
+        if j == len(buf):
+            return _MORE
+        return self._tag_at(buf, j) if buf[j] == "<" else None
+
+    def _call_tag(self) -> bool:
+        """``<function=NAME>`` (a ``<tool_call>`` body); the call starts there."""
+        tag = self._next_tag()
+        if tag is _MORE:
+            return self._wait(HEAD_MAX)
+        if not isinstance(tag, re.Match) or tag.lastgroup != "call":
+            return self._stop()
+        name = xml._tag_name(tag.group("call"))
+        owner = self._owner
+        if name is None or not (owner._accept or self._ctx.known(name)):
+            return self._stop()
+        self._name = name
+        owner._start(name, None, _XML)
+        self._buf = self._buf[tag.end() :]
+        self._step = self._between
+        return True
+
+    def _between(self) -> bool:
+        """Between parameters: the next ``<parameter=KEY>``, or ``</function>``."""
+        tag = self._next_tag()
+        if tag is _MORE:
+            return self._wait(TAG_MAX)
+        if not isinstance(tag, re.Match) or tag.lastgroup not in ("param", "end_call"):
+            return self._stop()
+        owner = self._owner
+        if tag.lastgroup == "end_call":
+            if owner._state == _XML:
+                owner._send("}" if self._keys else "{}")
+            return self._stop()
+        key = xml._param_name(tag.group("param"))
+        if key is None or key in self._keys:
+            return self._stop()
+        if owner._state != _XML:  # a ``<function=NAME>`` block: the call starts at its first parameter
+            if not (owner._accept or self._ctx.known(self._name)):
+                return self._stop()
+            owner._start(self._name, None, _XML)
+        self._string = _stays_string(self._ctx, self._name, key)
+        opening = '"' if self._string else ""
+        owner._send(("{" if not self._keys else ", ") + json.dumps(key, ensure_ascii=False) + ": " + opening)
+        self._keys.add(key)
+        self._key = key
+        self._raw, self._last, self._lead, self._tail, self._value_sent = [], "", None, "", [opening]
+        self._buf = self._buf[tag.end() :]
+        self._step = self._value
+        return True
+
+    def _value(self) -> bool:
+        """A value's text, up to a tag that may end it."""
+        buf = self._buf
+        i = buf.find("<")
+        while i >= 0:
+            tag = self._tag_at(buf, i)
+            if tag is _MORE:
+                self._text(buf[:i])
+                self._buf = buf[i:]
+                return self._wait(TAG_MAX)
+            if isinstance(tag, re.Match):
+                kind = tag.lastgroup
+                if kind in self._after:  # a closing tag: the value ends there if a fitting tag follows it
+                    self._text(buf[:i])
+                    self._buf, self._end, self._mark = buf[i:], kind, tag.end() - i
+                    self._step = self._closed
+                    return True
+                if kind == "param" and (not self._newline_params or (buf[i - 1] if i else self._last) == "\n"):
+                    self._text(buf[:i])  # an unclosed value ends at the next parameter
+                    self._buf = buf[i:]
+                    return self._value_end()
+                i = tag.end() - 1  # any other tag is text of the value
+            i = buf.find("<", i + 1)
+        self._text(buf)
+        self._buf = ""
+        return False
+
+    def _closed(self) -> bool:
+        """After a closing tag in a value: it ends the value, or (followed by anything else) is its text."""
+        buf = self._buf
+        after = buf[self._mark :]
+        j = self._mark + len(after) - len(after.lstrip())
+        if j < len(buf) and buf[j] == "<":
+            tag = self._tag_at(buf, j)
+            if isinstance(tag, re.Match) and tag.lastgroup in self._after[self._end]:
+                self._buf = buf[j:]
+                return self._value_end()
+        else:
+            tag = None if j < len(buf) else _MORE
+        if tag is _MORE:
+            return self._wait(TAG_MAX)
+        self._text(buf[: self._mark])
+        self._buf = buf[self._mark :]
+        self._step = self._value
+        return True
+
+    def _text(self, text: str) -> None:
+        """The next text of the value: a string value sends what its trim can no longer remove."""
+        if not text:
+            return
+        self._raw.append(text)
+        self._last = text[-1]
+        if not self._string:
+            return
+        tail = self._tail + text
+        if self._lead is None:  # rule 1: a leading line break, rule 4: one space before a character
+            m = _LEADING_BREAK.match(tail)
+            if m is not None:
+                tail, self._lead = tail[m.end() :], True
+            elif _MAYBE_LEADING_BREAK.fullmatch(tail):
+                self._tail = tail
+                return
+            else:
+                self._lead = False
+                if tail[0] == " " and not tail[1].isspace():
+                    tail = tail[1:]
+        n = _sendable(tail)
+        if n:
+            piece = _escape(tail[:n])
+            self._value_sent.append(piece)
+            self._owner._send(piece)
+            tail = tail[n:]
+        self._tail = tail
+
+    def _value_end(self) -> bool:
+        """The value ended (``_buf`` starts with the tag after it): send the rest of its JSON, as parse writes it."""
+        value = xml._typed(self._ctx, self._name, self._key, xml._trim("".join(self._raw)))
+        try:
+            full = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (ValueError, RecursionError):
+            return self._stop()
+        sent = "".join(self._value_sent)
+        if not full.startswith(sent):  # the trim took back text sent (a dedent)
+            return self._stop()
+        self._owner._send(full[len(sent) :])
+        self._raw = []
+        self._step = self._between
+        return True
+
+
+class _GlmCall(_QwenCall):
+    """GLM bodies (``NAME<arg_key>K</arg_key><arg_value>V</arg_value>…``, ``dialects.xml.glm``): the call
+    starts at its first key; its ``}`` comes with the block's end."""
+
+    __slots__ = ()
+    _tag_at = staticmethod(_glm_tag_at)
+    _after: ClassVar[dict[str, tuple[str, ...]]] = {"end_param": ("param",)}
+    _newline_params = False
+
+    def _call_tag(self) -> bool:
+        """``NAME`` and the first ``<arg_key>…<arg_value>``."""
+        buf = self._buf
+        cut = buf.find("<")
+        if cut < 0:
+            return self._wait(HEAD_MAX)
+        name = buf[:cut].strip()
+        if not name or any(c in "<>{\n" for c in name):
+            return self._stop()
+        tag = self._tag_at(buf, cut)
+        if tag is _MORE:
+            return self._wait(HEAD_MAX)
+        if (
+            not isinstance(tag, re.Match)
+            or tag.lastgroup != "param"
+            or not (self._owner._accept or self._ctx.known(name))
+        ):
+            return self._stop()
+        self._name = name
+        self._owner._start(name, None, _XML)
+        self._buf = buf[cut:]
+        self._step = self._between
+        return True
 
 
 class CallEvents:
@@ -168,6 +522,8 @@ class CallEvents:
         "_pending",
         "_depth",
         "_in_str",
+        "_qwen",
+        "_xml",
     )
 
     def __init__(self, calls: list[ToolCall], ctx, unknown_tools: str) -> None:
@@ -188,6 +544,8 @@ class CallEvents:
         self._pending = ""  # arguments text not sent yet: an escape still incomplete
         self._depth = 0
         self._in_str = False
+        self._qwen: str | None = None  # a block that may hold Qwen3-Coder XML: the name its opener gives, or ""
+        self._xml: _QwenCall | None = None  # the XML body being read
 
     def take(self) -> list[tuple]:
         events, self.events = self.events, []
@@ -201,12 +559,32 @@ class CallEvents:
             self._braces, self._read = head
             self._opener = opener
             self._head = ""
+        self._xml = None
+        self._qwen = None
+        if head is not None and block.grammar in _QWEN_GRAMMARS:
+            if block.grammar == "hermes":
+                self._qwen = ""
+            elif (m := _QWEN_OPENER.fullmatch(opener)) is not None and (name := xml._tag_name(m.group("call"))):
+                self._qwen = name
 
     def body(self, text: str) -> None:
         """The next piece of the open block's body."""
         if self._state == _ARGS:
             self._arguments(self._pending + text)
+        elif self._state in (_XML_HEAD, _XML):
+            assert self._xml is not None  # set with the state
+            self._xml.feed(text)
         elif self._state == _HEAD:
+            first = text.lstrip()[:1]
+            if self._qwen is not None and first and not self._head.strip():
+                if first == "<":
+                    self._xml = _QwenCall(self, self._ctx, self._qwen or None)
+                elif not self._qwen and first not in "{[`":  # a <tool_call> body that starts with a name: GLM
+                    self._xml = _GlmCall(self, self._ctx, None)
+                if self._xml is not None:
+                    self._state = _XML_HEAD
+                    self._xml.feed(self._head + text)
+                    return
             self._head_of(text)
 
     def _head_of(self, text: str) -> None:
@@ -232,8 +610,8 @@ class CallEvents:
         if len(head) > HEAD_MAX:
             self._state = _OFF
 
-    def _start(self, name: str, call_id: str | None) -> None:
-        self._state = _ARGS
+    def _start(self, name: str, call_id: str | None, state: int = _ARGS) -> None:
+        self._state = state
         self._head = ""
         self._index = len(self._calls)
         self._id = new_call_id() if call_id is None else call_id
