@@ -184,7 +184,8 @@ PROSE = [
     "s",
     "ing",
 ]
-UNICODE = ["é", "€", "｜", "😀", "▁", "\u00a0", "中文", "\u2028", "\ufeff", "ｔｏｏｌ"]
+# "ļ" (U+013C) and "㰼" (U+3C3C) hold the byte 0x3C of "<": wide text is searched by memchr on that byte
+UNICODE = ["é", "€", "｜", "😀", "▁", "\u00a0", "中文", "\u2028", "\ufeff", "ｔｏｏｌ", "ļ", "㰼"]
 PUNCT = ["<", ">", "/", "|", "[", "]", "{", "}", '"', "\\", "`", ":", ",", "=", "_", " ", "\t"]
 ALPHABET = "<>/|[]{}\"'\\`:=_ \n\tabcfilnostuéä｜▁\r"
 HIGH = ["\ud800", "\udbff", "\ud83d"]  # lone surrogates: one kind per case, so that none pairs up in JSON
@@ -296,7 +297,13 @@ def json_calls(g: G) -> str:
     return "; ".join(json_call(g) for _ in range(2))
 
 
+#: code as XML values hold it: a "{" then an odd number of quotes (no JSON: the closer is not hidden)
+CODE = ['print(f"{x}")', 'd = {"k": 1, "s": "', "if (a) { return '}'; }"]
+
+
 def _plain(g: G) -> str:
+    if g.chance(0.15):
+        return g.pick(CODE)
     v = _value(g)
     return v if isinstance(v, str) else json.dumps(v)
 
