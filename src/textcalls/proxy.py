@@ -521,13 +521,13 @@ class _Proxy:
             sent=ex.sent,
             untouched=ex.sent if ex.same else 0,
         )
-        tally = ex.tally or Counter()
-        for (kind, dialect), n in tally.items():
+        told = 0  # calls counted with their dialect
+        for (kind, dialect), n in (ex.tally or {}).items():
             if kind == "calls":
                 metrics.recovered(ex.body, n, dialect)
+                told += n
             else:
                 metrics.malformed(n)
-        told = sum(n for (kind, _), n in tally.items() if kind == "calls")
         if ex.calls > told:  # calls a recovery counts without their dialect (Responses, Messages)
             metrics.recovered(ex.body, ex.calls - told)
         if ex.abandoned:
