@@ -17,7 +17,7 @@ import random
 from aiohttp import web
 from multidict import CIMultiDict
 
-from .upstream import HERMES, SCRIPTS, split_points
+from .upstream import HERMES, SCRIPTS, cut, split_points
 
 #: The structured call the ``native`` model makes after its text.
 NATIVE_NAME, NATIVE_ARGUMENTS = "lookup", '{"q": "native"}'
@@ -28,18 +28,6 @@ USAGE_RESPONSES = {
     "output_tokens_details": {"reasoning_tokens": 0},
     "total_tokens": 30,
 }
-
-
-def cut(text: str, rng: random.Random | None) -> list:
-    """``text`` in deltas of 1 to 12 characters (one delta without a generator)."""
-    if rng is None:
-        return [text]
-    out, i = [], 0
-    while i < len(text):
-        n = rng.randint(1, 12)
-        out.append(text[i : i + n])
-        i += n
-    return out
 
 
 def sse(events: list) -> bytes:

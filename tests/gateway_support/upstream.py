@@ -56,7 +56,7 @@ def _chunk(model, delta, finish=None):
     }
 
 
-def _cut(text, rng):
+def cut(text, rng):
     """``text`` in deltas of 1 to 12 characters (one delta without a seed)."""
     if rng is None:
         return [text]
@@ -73,7 +73,7 @@ def stream_bytes(model, text, rng, *, usage=False, structured=None):
     chunks = [_chunk(model, {"role": "assistant", "content": ""})]
     if structured is not None:
         chunks.append(_chunk(model, {"tool_calls": [structured]}))
-    chunks += [_chunk(model, {"content": piece}) for piece in _cut(text, rng)]
+    chunks += [_chunk(model, {"content": piece}) for piece in cut(text, rng)]
     chunks.append(_chunk(model, {}, "tool_calls" if structured else "stop"))
     if usage:
         chunks.append(
