@@ -10,7 +10,7 @@ import os
 import pytest
 
 import textcalls
-from textcalls import _scan, _scan_py
+from textcalls import _events, _scan, _scan_py
 
 IMPLS = [pytest.param(_scan_py, id="py")]
 if os.environ.get("TEXTCALLS_NO_EXTENSIONS"):
@@ -31,3 +31,10 @@ def impl(request, monkeypatch):
 def tc():
     """The public package (use together with ``impl``)."""
     return textcalls
+
+
+@pytest.fixture
+def per_delta(monkeypatch):
+    """``stream_arguments``' reader reads a started call's body at every delta (``PIECE_MIN`` 1), not in runs:
+    for tests of what it sends, and holds back, as the text arrives."""
+    monkeypatch.setattr(_events, "PIECE_MIN", 1)

@@ -2,16 +2,18 @@
 
 For any split: the pieces of each call that ends join to its final ``arguments`` (those ``parse`` gives),
 both implementations give the same events, the content is what it is without the option, and the
-pieces are never more than ``LAG`` characters behind the text fed.
+pieces are never more than ``LAG`` characters behind the text fed. The properties hold with the body read
+in runs of ``PIECE_MIN`` characters (the default) and at every delta (``PIECE_MIN`` 1: the reader's own rules).
 """
 
 import json
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textcalls import Options, _scan_py, parse
+from textcalls import Options, _events, _scan_py, parse
 from textcalls.toolcall import new_call_id
 
 from .conftest import IMPLS
@@ -172,7 +174,8 @@ SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[Heal
 def test_any_split_streams_each_call_as_parse_reads_it(mod, transcript, data):
     text, written = transcript
     cuts = _cuts(data, text)
-    content, events, marks, scrubber = run(mod, text, cuts, tools=TOOLS, stream_arguments=True)
+    with mock.patch.object(_events, "PIECE_MIN", data.draw(st.sampled_from([1, _events.PIECE_MIN]))):
+        content, events, marks, scrubber = run(mod, text, cuts, tools=TOOLS, stream_arguments=True)
     whole = parse(text, tools=TOOLS)
     calls = streamed(events)
     assert [c.name for c in whole.calls] == [c.name for c in scrubber.calls] == [c[2] for c in calls]
@@ -219,9 +222,11 @@ def streamed_prefix(events):
 def test_cython_and_twin_give_the_same_events(transcript, data):
     text, _ = transcript
     cuts = _cuts(data, text)
+    piece_min = data.draw(st.sampled_from([1, _events.PIECE_MIN]))
     for options in ({"tools": TOOLS}, {}, {"tools": TOOLS[:1], "unknown_tools": "drop"}):
-        c_run = run(C_IMPL, text, cuts, stream_arguments=True, **options)
-        py_run = run(_scan_py, text, cuts, stream_arguments=True, **options)
+        with mock.patch.object(_events, "PIECE_MIN", piece_min):
+            c_run = run(C_IMPL, text, cuts, stream_arguments=True, **options)
+            py_run = run(_scan_py, text, cuts, stream_arguments=True, **options)
         assert c_run[0] == py_run[0]
         assert _normal(c_run[1]) == _normal(py_run[1])
         assert c_run[3].calls == py_run[3].calls and c_run[3].abandoned == py_run[3].abandoned
@@ -237,13 +242,14 @@ def test_a_long_write_file_streams_within_the_lag(impl):
     ((index, _, name, pieces, end),) = streamed(events)
     assert (index, name, end, "".join(pieces)) == (0, "write_file", "ended", arguments)
     assert len(content) == 17500 and scrubber.calls[0].arguments == arguments
-    assert len(pieces) > 2000  # one piece per delta, not one at the end
+    # one piece per run of PIECE_MIN characters or more (7-character deltas: 32 to 38), not one at the end
+    assert len(arguments) // 40 < len(pieces) <= len(arguments) // _events.PIECE_MIN + 1
     for fed, seen in marks:
         got = sum(len(e[2]) for e in events[:seen] if e[0] == "arguments")
         assert got >= min(max(fed - offset, 0), len(arguments)) - LAG
 
 
-def test_started_comes_once_the_arguments_begin(impl):
+def test_started_comes_once_the_arguments_begin(impl, per_delta):
     scrubber = impl.StreamScrubber(tools=TOOLS, stream_arguments=True)
     assert scrubber.feed('<tool_call>{"name": "get_weather"') == ""
     assert scrubber.take_events() == []
@@ -259,6 +265,22 @@ def test_started_comes_once_the_arguments_begin(impl):
     assert scrubber.take_events() == [("ended", 0)]
     assert scrubber.calls[0].arguments == '{"city": "Paris\\"", "days": 3}'
     assert scrubber.calls[0].id == started[2]
+
+
+def test_a_started_call_is_read_in_runs_of_piece_min_characters(impl):
+    assert _events.PIECE_MIN == 32
+    scrubber = impl.StreamScrubber(tools=TOOLS, stream_arguments=True)
+    scrubber.feed('<tool_call>{"name": "write_file", "arguments": {"content": "')
+    (started, piece) = scrubber.take_events()  # the start, and the arguments so far, at once
+    assert (started[0], started[3], piece) == ("started", "write_file", ("arguments", 0, '{"content": "'))
+    for _ in range(6):
+        scrubber.feed("abcde")
+        assert scrubber.take_events() == []  # fewer than 32 characters since the last piece
+    scrubber.feed("f\\")  # the 32nd character: the run is read, but for an escape not yet complete
+    assert scrubber.take_events() == [("arguments", 0, "abcde" * 6 + "f")]
+    scrubber.feed('""}}</tool_call>')  # the escape completed (an escaped quote); the block's end sends the rest
+    assert scrubber.take_events() == [("arguments", 0, '\\""}'), ("ended", 0)]
+    assert scrubber.calls[0].arguments == '{"content": "' + "abcde" * 6 + 'f\\""}'
 
 
 def _one(impl, text, **options):

@@ -3,17 +3,19 @@ calls (``NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>…``).
 
 For any split: the pieces of each call join to the ``arguments`` ``parse`` gives (``json.dumps`` of the trimmed,
 typed values), both implementations give the same events, the content is what it is without the option, and
-a string value's unsent text is never more than its possible closing layout (``HELD``) and ``LAG`` characters.
+a string value's unsent text is never more than its possible closing layout (``HELD``) and ``LAG`` characters;
+with the body read in runs of ``PIECE_MIN`` characters (the default) and at every delta (``PIECE_MIN`` 1).
 """
 
 import json
 import re
+from unittest import mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from textcalls import _scan_py, parse
+from textcalls import _events, _scan_py, parse
 from textcalls.dialects.xml import _trim
 from textcalls.stream import ChunkRecovery, recover_stream
 
@@ -162,7 +164,8 @@ def check_lag(calls, events, marks):
 def test_any_split_streams_each_call_as_parse_reads_it(mod, transcript, data):
     text, written = transcript
     cuts = _cuts(data, text)
-    content, events, marks, scrubber = run(mod, text, cuts, tools=TOOLS, stream_arguments=True)
+    with mock.patch.object(_events, "PIECE_MIN", data.draw(st.sampled_from([1, _events.PIECE_MIN]))):
+        content, events, marks, scrubber = run(mod, text, cuts, tools=TOOLS, stream_arguments=True)
     whole = parse(text, tools=TOOLS)
     calls = streamed(events)
     assert [(c.name, c.arguments) for c in scrubber.calls] == [(c.name, c.arguments) for c in whole.calls]
@@ -191,9 +194,11 @@ def test_any_split_streams_each_call_as_parse_reads_it(mod, transcript, data):
 def test_cython_and_twin_give_the_same_events(transcript, data):
     text, _ = transcript
     cuts = _cuts(data, text)
+    piece_min = data.draw(st.sampled_from([1, _events.PIECE_MIN]))
     for options in ({"tools": TOOLS}, {}, {"tools": TOOLS[1:], "unknown_tools": "drop"}):
-        c_run = run(C_IMPL, text, cuts, stream_arguments=True, **options)
-        py_run = run(_scan_py, text, cuts, stream_arguments=True, **options)
+        with mock.patch.object(_events, "PIECE_MIN", piece_min):
+            c_run = run(C_IMPL, text, cuts, stream_arguments=True, **options)
+            py_run = run(_scan_py, text, cuts, stream_arguments=True, **options)
         assert c_run[0] == py_run[0]
         assert _normal(c_run[1]) == _normal(py_run[1])
         assert c_run[3].calls == py_run[3].calls and c_run[3].abandoned == py_run[3].abandoned
@@ -226,7 +231,7 @@ def test_a_long_write_file_streams_as_it_is_written(impl):
     arguments = json.dumps({"path": "src/app.py", "content": CODE}, ensure_ascii=False)
     assert (index, name, end, "".join(pieces)) == (0, "write_file", "ended", arguments)
     assert len(CODE) == 17500 and scrubber.calls[0].arguments == parse(text, tools=TOOLS).calls[0].arguments
-    assert len(pieces) > 3000  # one piece per delta, not one at the end
+    assert len(pieces) > len(CODE) // 64  # pieces per run of PIECE_MIN characters or more, not one at the end
     offset = text.index(CODE)
     check_lag([[("path", "src/app.py", text.index("src/app.py")), ("content", CODE, offset)]], events, marks)
     # half the file fed: well over 8000 of its characters are out
@@ -248,7 +253,7 @@ def test_the_sdk_rebuilds_the_call_of_the_option_off(impl):
     assert [c[1:] for c in on_calls] == [c[1:] for c in off_calls]
     assert on_calls[0][1:] == ("write_file", parse(text, tools=TOOLS).calls[0].arguments)
     pieces = [e["function"]["arguments"] for e in entries(on)]
-    assert len(pieces) > 500 and pieces[0] == ""  # the start, then the arguments in pieces
+    assert len(pieces) > 3000 // 64 and pieces[0] == ""  # the start, then the arguments in runs
     machine = ChunkRecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True)
     for c in chunks:
         machine.push(c)
@@ -262,14 +267,15 @@ def _one(impl, text, cuts=None, **options):
 
 
 def _calls_of(impl, text, **options):
-    """Each started call's (joined pieces, how it ended), fed one character at a time."""
-    content, calls, scrubber = _one(impl, text, list(range(1, len(text) + 1)), **options)
+    """Each started call's (joined pieces, how it ended), fed one character at a time and read at every one."""
+    with mock.patch.object(_events, "PIECE_MIN", 1):
+        content, calls, scrubber = _one(impl, text, list(range(1, len(text) + 1)), **options)
     whole = parse(text, **options)
     assert (content.strip(), scrubber.calls) == (whole.content, whole.calls)
     return [("".join(c[3]), c[4]) for c in calls], scrubber
 
 
-def test_pieces_are_escaped_and_held_as_the_trim_needs(impl):
+def test_pieces_are_escaped_and_held_as_the_trim_needs(impl, per_delta):
     scrubber = impl.StreamScrubber(tools=TOOLS, stream_arguments=True)
     scrubber.feed("<tool_call>\n<function=edit>\n<parameter=old>")
     assert [e[0] for e in scrubber.take_events()] == ["started", "arguments"]  # {"old": "

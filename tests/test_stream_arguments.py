@@ -13,12 +13,13 @@ import asyncio
 import json
 import logging
 import time
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textcalls import parse
+from textcalls import _events, parse
 from textcalls.sse import SSERecovery, recover_sse
 from textcalls.stream import ChunkRecovery, arecover_stream, recover_stream
 
@@ -89,14 +90,15 @@ def test_the_sdk_rebuilds_the_calls_and_content_of_the_option_off(impl, transcri
     machine = ChunkRecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True)
     on, fed, lag = [], 0, []  # lag: (characters pushed, {index: arguments received so far})
     so_far: dict = {}
-    for c in chunks:
-        out = machine.push(c)
-        on += out
-        fed += len(c["choices"][0]["delta"].get("content") or "")
-        for e in entries(out):
-            so_far[e["index"]] = so_far.get(e["index"], "") + e["function"]["arguments"]
-        lag.append((fed, dict(so_far)))
-    on += machine.close()
+    with mock.patch.object(_events, "PIECE_MIN", data.draw(st.sampled_from([1, _events.PIECE_MIN]))):
+        for c in chunks:
+            out = machine.push(c)
+            on += out
+            fed += len(c["choices"][0]["delta"].get("content") or "")
+            for e in entries(out):
+                so_far[e["index"]] = so_far.get(e["index"], "") + e["function"]["arguments"]
+            lag.append((fed, dict(so_far)))
+        on += machine.close()
     off = list(recover_stream(chunks, native=True, has_tools=True, tools=TOOLS))
     whole = parse(text, tools=TOOLS)
     on_content, on_calls, on_finish = accumulate(on)
@@ -189,7 +191,7 @@ def without_ids(found):
     return [{k: v for k, v in e.items() if k != "id"} for e in found]
 
 
-def test_arguments_other_than_the_pieces_leave_a_partial_call_then_the_call_whole_at_a_new_index(impl):
+def test_arguments_other_than_the_pieces_leave_a_partial_call_then_the_call_whole_at_a_new_index(impl, per_delta):
     text = '<tool_call>{"name": "f", "arguments": {"a": 1e5}}</tool_call>'
     out, machine, off = run(text, [text.index("e5"), len(text)])
     sent = entries(out)
@@ -206,7 +208,7 @@ def test_arguments_other_than_the_pieces_leave_a_partial_call_then_the_call_whol
     assert (content, finish, machine.recovered, machine.abandoned) == ("", "tool_calls", 1, 1)
 
 
-def test_a_malformed_call_leaves_its_partial_call_only(impl):
+def test_a_malformed_call_leaves_its_partial_call_only(impl, per_delta):
     text = '[TOOL_CALLS]f{"n": NaN}'
     out, machine, off = run(text, [text.index("NaN"), len(text)])
     assert without_ids(entries(out)) == [start(0, "f"), piece(0, '{"n": '), piece(0, "NaN}")]
@@ -311,9 +313,11 @@ def test_each_choice_streams_its_own_calls(impl):
 
 def test_the_stream_helpers_take_the_option(impl):
     text = '<tool_call>{"name": "f", "arguments": {"a": "' + "x" * 300 + '"}}</tool_call>'
-    chunks = chunks_of(text, list(range(10, len(text), 10)))
+    chunks = chunks_of(text, [*range(10, len(text), 10), len(text)])
     pieces = entries(recover_stream(chunks, native=True, has_tools=True, tools=TOOLS, stream_arguments=True))
-    assert len(pieces) > 20 and "".join(e["function"]["arguments"] for e in pieces) == '{"a": "' + "x" * 300 + '"}'
+    assert (
+        len(pieces) > 300 // 64 and "".join(e["function"]["arguments"] for e in pieces) == '{"a": "' + "x" * 300 + '"}'
+    )
 
     async def collect():
         return [

@@ -16,7 +16,9 @@ A call starts only outside reasoning, in a block scanned with JSON-string awaren
 grammar keeps plain arguments as written (``_HEADS``), once the name is complete and names an offered tool
 (or ``unknown_tools="accept"``) and the arguments object has begun. Its pieces are slices of the body from
 that object's ``{`` to its closing ``}``; held back are only what the scanner holds (a possible closer or
-opener) and an unfinished escape in a string.
+opener), an unfinished escape in a string, and the body text of a started call not read yet: it is read in
+runs of at least ``PIECE_MIN`` characters (the block's end settles the rest), so that a delta costs a string
+concatenation, not a read and an event.
 
 Qwen3-Coder XML bodies of those blocks (``<function=NAME><parameter=KEY>VALUE</parameter>…</function>`` in
 a ``<tool_call>``, or ``<parameter=…>`` tags in a ``<function=NAME>`` block; ``dialects.xml.qwen3_xml``)
@@ -57,10 +59,13 @@ from .dialects.jsonlike import (
 from .markers import DEEPSEEK_SEP, Block
 from .toolcall import ToolCall, new_call_id
 
-__all__ = ["HEAD_MAX", "CallEvents"]
+__all__ = ["HEAD_MAX", "PIECE_MIN", "CallEvents"]
 
 #: How much of a body may come before its arguments object: past that, the call is not streamed.
 HEAD_MAX = 512
+#: A started call's body is read, and its pieces sent, in runs of at least this many characters (or at
+#: the block's end): per delta, the option then costs a string concatenation, not a read and an event.
+PIECE_MIN = 32
 _JSON_WS = " \t\n\r"
 _ASCII_SEP = DEEPSEEK_SEP.replace("\uff5c", "|")
 #: ``{"name": "NAME", "arguments": `` up to the arguments object (the Hermes call object, name first)
@@ -69,7 +74,8 @@ _CALL_OBJECT_HEAD = re.compile(
     r'[ \t\n\r]*"(?:arguments|parameters|args|input)"[ \t\n\r]*:[ \t\n\r]*'
 )
 _STRUCTURE = re.compile(r'["{}\[\]]')  # in the arguments, outside strings
-_STRING_STOP = re.compile(r'["\\]')
+#: a JSON string's text up to its closing quote, or to a backslash that starts no complete escape
+_STRING_RUN = re.compile(r'(?:[^"\\]+|\\u[0-9a-fA-F]{4}|\\[^u])*')
 
 Head = tuple[str, str | None]  # the call's name, and the id written in the body (None: a fresh one)
 
@@ -524,6 +530,7 @@ class CallEvents:
         "_in_str",
         "_qwen",
         "_xml",
+        "_unread",
     )
 
     def __init__(self, calls: list[ToolCall], ctx, unknown_tools: str) -> None:
@@ -546,6 +553,7 @@ class CallEvents:
         self._in_str = False
         self._qwen: str | None = None  # a block that may hold Qwen3-Coder XML: the name its opener gives, or ""
         self._xml: _QwenCall | None = None  # the XML body being read
+        self._unread = ""  # body text of a started call not read yet: less than PIECE_MIN characters
 
     def take(self) -> list[tuple]:
         events, self.events = self.events, []
@@ -568,7 +576,14 @@ class CallEvents:
                 self._qwen = name
 
     def body(self, text: str) -> None:
-        """The next piece of the open block's body."""
+        """The next piece of the open block's body. A started call's body is read in runs of at least
+        ``PIECE_MIN`` characters (the block's end reads the rest): pieces go out per run, not per delta."""
+        if self._state == _ARGS or self._state == _XML:
+            text = self._unread + text
+            if len(text) < PIECE_MIN:
+                self._unread = text
+                return
+            self._unread = ""
         if self._state == _ARGS:
             self._arguments(self._pending + text)
         elif self._state in (_XML_HEAD, _XML):
@@ -627,18 +642,17 @@ class CallEvents:
         n, p, end = len(text), 0, len(text)
         while p < n:
             if self._in_str:
-                m = _STRING_STOP.search(text, p)
-                if m is None:
+                p = _STRING_RUN.match(text, p).end()  # type: ignore[union-attr]  # (it always matches)
+                if p == n:
                     break
-                p = m.end()
-                if text[m.start()] == '"':
+                if text[p] == '"':
                     self._in_str = False
+                    p += 1
                     continue
-                size = 6 if text.startswith("u", p) else 2
-                if m.start() + size > n or p == n:  # the escape is not complete: hold it back
-                    end = m.start()
+                if p + 6 > n:  # a backslash whose escape is not complete: hold it back
+                    end = p
                     break
-                p = m.start() + size
+                p += 2  # "\u" and no four hex digits: not JSON (the end check abandons the call)
                 continue
             m = _STRUCTURE.search(text, p)
             if m is None:
@@ -665,7 +679,7 @@ class CallEvents:
 
     def close(self, calls: list[ToolCall] | None) -> None:
         """The open block ended; ``calls`` are the calls taken from it (``None``: none taken)."""
-        state, self._state = self._state, _OFF
+        state, self._state, self._unread = self._state, _OFF, ""
         if state < _ARGS:
             return
         call = calls[0] if calls is not None and len(calls) == 1 else None
@@ -686,7 +700,7 @@ class CallEvents:
 
     def drop(self) -> None:
         """The open block turned out to be text (another opener, or no closer)."""
-        state, self._state = self._state, _OFF
+        state, self._state, self._unread = self._state, _OFF, ""
         if state >= _ARGS:
             self._abandon()
 

@@ -364,7 +364,8 @@ class ChunkRecovery:
         state.midline = False  # fed off the fast path: its line state is not followed here
         thought = scrubber.take_reasoning()
         if self._events:
-            calls = self._stream(state, n)
+            events = scrubber.take_events()
+            calls = self._stream(state, n, events) if events or len(scrubber.calls) > n else []
             if not calls and text == content and not thought:
                 return None
         elif len(scrubber.calls) > n:
@@ -454,14 +455,14 @@ class ChunkRecovery:
         self.recovered += len(entries)
         return [entries]
 
-    def _stream(self, state: _Choice, n: int) -> list:
-        """``stream_arguments``: the ``tool_calls`` groups for the call events of the choice's scrubber and
-        its calls from ``n`` on (those before were sent): a streamed call's start, its pieces, and the calls
-        its events do not cover, sent whole in their place in the stream."""
+    def _stream(self, state: _Choice, n: int, events: list) -> list:
+        """``stream_arguments``: the ``tool_calls`` groups for ``events``, the call events just taken from the
+        choice's scrubber, and its calls from ``n`` on (those before were sent): a streamed call's start, its
+        pieces, and the calls its events do not cover, sent whole in their place in the stream."""
         calls = state.scrubber.calls
         groups: list = []
         taken = n  # calls before it are sent (whole, or streamed)
-        for event in state.scrubber.take_events():
+        for event in events:
             kind, index = event[0], event[1]
             if kind == "arguments":
                 wire = state.streaming
@@ -500,7 +501,7 @@ class ChunkRecovery:
         tail = scrubber.flush()
         count(self.tally, [], scrubber.malformed)
         if self._events:
-            calls = self._stream(state, n)
+            calls = self._stream(state, n, scrubber.take_events())
         else:
             calls = self._whole(state, scrubber.calls[n:]) if len(scrubber.calls) > n else []
         return tail, calls, scrubber.take_reasoning()
