@@ -334,10 +334,6 @@ def test_a_call_cut_by_another_opener_is_abandoned(impl):
         ('<tool_call>{"name": "f", "arguments": "{\\"a\\": 1}"}</tool_call>', {}),  # arguments as JSON text
         ('<tool_call>[{"name": "f", "arguments": {}}]</tool_call>', {}),  # an array of calls
         ('<tool_call name="f">{"a": 1}</tool_call>', {}),  # the opener names the tool
-        (
-            '<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>\n</minimax:tool_call>',
-            {},
-        ),
         ('<think>try <tool_call>{"name": "f", "arguments": {}}</tool_call> no</think>Hi', {}),  # a rehearsal
         ('<think><tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call></think>', {}),  # taken at the end
         ('```\n<tool_call>{"name": "f", "arguments": {}}</tool_call>\n```', {}),  # in a code fence: text

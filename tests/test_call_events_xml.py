@@ -49,6 +49,10 @@ _FRAGMENTS = st.sampled_from(
         "</function",
         "</arg_val",
         "<arg_key",
+        "<invoke",
+        "</steptml:param",
+        "<｜DSML｜param",
+        "</|DSML|parameter",
         "<",
         "\\",
         '"',
@@ -65,24 +69,42 @@ _strings = st.lists(st.one_of(st.text(alphabet="ab \n\t'\\{}é😀\r", max_size=
 _integers = st.integers(-(10**6), 10**6).map(str)
 
 
-DIALECTS = ["tool_call", "function", "glm", "glm-4.7"]
+DIALECTS = ["tool_call", "function", "glm", "glm-4.7", "seed", "minimax", "step3", "dsml", "dsml-ascii"]
 OPEN = {
     "tool_call": "<tool_call>\n<function={name}>\n",
     "function": "<function={name}>\n",
     "glm": "<tool_call>{name}\n",
     "glm-4.7": "<tool_call>{name}",
+    "seed": "<seed:tool_call>\n<function={name}>\n",
+    "minimax": '<minimax:tool_call>\n<invoke name="{name}">\n',
+    "step3": '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="{name}">\n',
+    "dsml": '<｜DSML｜function_calls>\n<｜DSML｜invoke name="{name}">\n',
+    "dsml-ascii": '<|DSML|tool_calls>\n<|DSML|invoke name="{name}">\n',
 }
 CLOSE = {
     "tool_call": "</function>\n</tool_call>",
     "function": "</function>",
     "glm": "</tool_call>",
     "glm-4.7": "</tool_call>",
+    "seed": "</function>\n</seed:tool_call>",
+    "minimax": "</invoke>\n</minimax:tool_call>",
+    "step3": "</steptml:invoke><｜tool_call_end｜>",
+    "dsml": "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+    "dsml-ascii": "</|DSML|invoke>\n</|DSML|tool_calls>",
+}
+#: a parameter's opening and closing tags, by dialect (Qwen3-Coder's otherwise)
+PARAM = {
+    "minimax": ('<parameter name="{key}">', "</parameter>"),
+    "step3": ('<steptml:parameter name="{key}">', "</steptml:parameter>"),
+    "dsml": ('<｜DSML｜parameter name="{key}">', "</｜DSML｜parameter>"),
+    "dsml-ascii": ('<|DSML|parameter name="{key}">', "</|DSML|parameter>"),
 }
 
 
 @st.composite
 def transcripts(draw):
-    """``(text, [[(key, value, offset of the value or None, indented), …] per call]``): prose, Qwen3-Coder and GLM calls.
+    """``(text, [[(key, value, offset of the value or None, indented), …] per call]``): prose, Qwen3-Coder (in
+    ``<tool_call>``, ``<function=…>`` and Seed-OSS blocks), GLM, MiniMax-M2, Step-3 and DSML calls.
 
     An offset is given for a value that its layout trims to itself (``<parameter=KEY>\\nVALUE\\n</parameter>``,
     ``<arg_value>VALUE</arg_value>``)."""
@@ -100,22 +122,33 @@ def transcripts(draw):
         put(OPEN[dialect].format(name=name))
         params = []
         # (a call without parameters is not streamed: a <function=NAME> block of it is JSON, a GLM one is a name)
-        keys = draw(st.lists(st.sampled_from(KEYS[name]), unique=True, min_size=dialect != "tool_call", max_size=3))
+        keys = draw(
+            st.lists(
+                st.sampled_from(KEYS[name]), unique=True, min_size=dialect in ("function", "glm", "glm-4.7"), max_size=3
+            )
+        )
         for key in keys:
             value = draw(_integers if key == "count" else _strings)
+            opening, closing = PARAM.get(dialect, ("<parameter={key}>", "</parameter>"))
+            opening = opening.format(key=key)
             if dialect.startswith("glm"):
                 sep = "\n" if dialect == "glm" else ""
                 put(f"<arg_key>{key}</arg_key>{sep}<arg_value>")
                 offset = size if key != "count" and _trim(value) == value else None
                 put(f"{value}</arg_value>{sep}")
+            elif dialect.startswith("dsml") and draw(st.booleans()):  # DSML's string="true": the value as written
+                put(f'{opening[:-1]} string="true">')
+                offset = size
+                put(f"{value}{closing}\n")
             elif draw(st.booleans()):
-                put(f"<parameter={key}>\n")
+                put(f"{opening}\n")
                 offset = size if key != "count" and _trim(f"\n{value}\n") == value else None
-                put(f"{value}\n</parameter>\n")
+                put(f"{value}\n{closing}\n")
             else:  # written inline: trimmed by the one-space rule, no lag check
-                put(f"<parameter={key}>{value}</parameter>\n")
+                put(f"{opening}{value}{closing}\n")
                 offset = None
             # written right before a closing tag after a line break and indentation: the value is dedented
+            # (unless written as a DSML string="true", whose offset is never None)
             indented = bool(re.search(r"\n[ \t]+\Z", value)) and (dialect.startswith("glm") or offset is None)
             params.append((key, value, offset, indented))
         put(CLOSE[dialect])
@@ -343,8 +376,6 @@ def test_layouts_stream_to_what_parse_reads(impl, text, arguments):
             "<function=edit>\n<parameter=old>\na\n</parameter>\n<parameter=old>\nb\n</parameter>\n</function>",
             '{"old": "a"',
         ),
-        # two calls in one block
-        ("<tool_call>\n<function=edit>\n</function>\n<function=edit>\n</function>\n</tool_call>", "{}"),
         # text between parameters: malformed
         # text after a closing tag: read as text of the value (no other closing tag came: malformed)
         (
@@ -366,7 +397,12 @@ def test_calls_read_otherwise_are_abandoned(impl, text, sent):
         ("<tool_call>\n<function=edit bad>\n</function>\n</tool_call>", {}),  # not a name
         ("<tool_call>\n<tool>\n</tool_call>", {}),  # not a call tag
         ("<think><tool_call>\n<function=edit>\n</function>\n</tool_call></think>Hi", {}),  # a rehearsal
-        ("<seed:tool_call>\n<function=edit>\n</function>\n</seed:tool_call>", {}),  # not a JSON-aware block
+        ('<minimax:tool_call><invoke nam="edit">\n</invoke></minimax:tool_call>', {}),  # no name attribute
+        ('<minimax:tool_call>\n<invoke name="rm">\n</invoke>\n</minimax:tool_call>', {"tools": TOOLS}),  # not offered
+        (
+            '<｜tool_call_begin｜>search<｜tool_sep｜><steptml:invoke name="edit"></steptml:invoke><｜tool_call_end｜>',
+            {},
+        ),
     ],
 )
 def test_calls_that_do_not_start_have_no_events(impl, text, options):
@@ -419,3 +455,81 @@ def test_glm_calls_stream_to_what_parse_reads(impl, text, arguments):
 def test_glm_calls_that_do_not_start(impl, text):
     calls, scrubber = _calls_of(impl, text, tools=TOOLS)
     assert (calls, scrubber.abandoned) == ([], 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "arguments"),
+    [
+        # MiniMax-M2: names in attributes (quoted or not), the integer typed by the schema, a value of lines
+        (
+            '<minimax:tool_call>\n<invoke name="write_file">\n<parameter name=path>a.py</parameter>\n'
+            "<parameter name='count'>7</parameter>\n<parameter name=\"content\">\nx = 1\n\ty\n</parameter>\n"
+            "</invoke>\n</minimax:tool_call>",
+            '{"path": "a.py", "count": 7, "content": "x = 1\\n\\ty"}',
+        ),
+        # Step-3: the type and separator before the invoke, or the invoke at once
+        (
+            '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="edit"><steptml:parameter name="old">'
+            "a\nb</steptml:parameter></steptml:invoke><｜tool_call_end｜>",
+            '{"old": "a\\nb"}',
+        ),
+        (
+            '<｜tool_call_begin｜> <steptml:invoke name="edit">\n<steptml:parameter name="old">\n a </steptml:parameter>\n'
+            "</steptml:invoke><｜tool_call_end｜>",
+            '{"old": " a"}',  # the leading break dropped, its space kept; one space before the tag collapsed
+        ),
+        # DSML: string="true" as written (no trim), string="false" JSON, neither: trimmed and typed by the schema
+        (
+            '<｜DSML｜function_calls>\n<｜DSML｜invoke name="write_file">\n<｜DSML｜parameter name="path" string="true">'
+            ' a.py\n</｜DSML｜parameter>\n<｜DSML｜parameter name="mode" string="false">{"x": [1, 2.5]}'
+            '</｜DSML｜parameter>\n<｜DSML｜parameter name="count">\n3\n</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+            "</｜DSML｜function_calls>",
+            '{"path": " a.py\\n", "mode": {"x": [1, 2.5]}, "count": 3}',
+        ),
+        # the ASCII bar; a V4 invoke holding a JSON object: started at the invoke, its arguments at the end
+        (
+            '<|DSML|tool_calls><|DSML|invoke name="edit">{"old": "a"}</|DSML|invoke></|DSML|tool_calls>',
+            '{"old": "a"}',
+        ),
+        # Seed-OSS: Qwen3-Coder XML in its own block
+        (
+            "<seed:tool_call>\n<function=edit>\n<parameter=old>\nif x:\n</parameter>\n</function>\n</seed:tool_call>",
+            '{"old": "if x:"}',
+        ),
+    ],
+)
+def test_attribute_and_seed_calls_stream_to_what_parse_reads(impl, text, arguments):
+    calls, scrubber = _calls_of(impl, text, tools=TOOLS)
+    assert calls == [(arguments, "ended")] and scrubber.calls[0].arguments == arguments
+
+
+def test_a_block_of_several_calls_streams_its_first_and_sends_the_others_whole(impl):
+    text = (
+        '<minimax:tool_call>\n<invoke name="edit">\n<parameter name="old">a</parameter>\n</invoke>\n'
+        '<invoke name="write_file">\n<parameter name="path">b.py</parameter>\n</invoke>\n</minimax:tool_call>'
+    )
+    calls, scrubber = _calls_of(impl, text, tools=TOOLS)
+    assert calls == [('{"old": "a"}', "ended")]  # the second call has no events: it is in calls, whole
+    assert [(c.name, c.arguments) for c in scrubber.calls] == [
+        ("edit", '{"old": "a"}'),
+        ("write_file", '{"path": "b.py"}'),
+    ]
+    chunks_text = "Sure.\n" + text
+    from .test_stream_arguments import accumulate, chunks_of, entries
+
+    on = list(
+        recover_stream(
+            chunks_of(chunks_text, _deltas(chunks_text)),
+            native=True,
+            has_tools=True,
+            tools=TOOLS,
+            stream_arguments=True,
+        )
+    )
+    sent = entries(on)
+    assert [(e["index"], e["function"].get("name")) for e in sent if "id" in e] == [(0, "edit"), (1, "write_file")]
+    assert sent[-1] == {**sent[-1], "index": 1, "function": {"name": "write_file", "arguments": '{"path": "b.py"}'}}
+    assert accumulate(on)[1:] == (
+        [(sent[0]["id"], "edit", '{"old": "a"}'), (sent[-1]["id"], "write_file", '{"path": "b.py"}')],
+        "tool_calls",
+    )

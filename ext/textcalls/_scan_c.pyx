@@ -1334,7 +1334,7 @@ cdef class StreamScrubber:
         self._depth = 0
         self._at_start = True
         if self._follow is not None:
-            self._follow.open(self._spec.table.blocks[k], opener, not self._reasoning and not self._poisoned)
+            self._follow.open(self._spec.table.blocks[k], opener, not self._reasoning and gopen >= self._poison_until)
         return 0
 
     cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:

@@ -1,4 +1,4 @@
-"""Call events (``stream_arguments=True``): a JSON-bodied call's arguments, streamed as the body arrives.
+"""Call events (``stream_arguments=True``): a call's arguments (JSON or XML bodies), streamed as the body arrives.
 
 Shared by both scanners, which hand it each block's body in the pieces they lex (``open``, ``body``,
 ``close``, ``drop``); everything here runs only with the option on. The events, in stream order:
@@ -12,7 +12,8 @@ Shared by both scanners, which hand it each block's body in the pieces they lex 
   read with arguments other than the pieces). No call in ``calls`` is this one: whatever the block gives
   without the option (a call, delivered whole; no call; or its text, in the content) it gives all the same.
 
-A call starts only outside reasoning, in a block scanned with JSON-string awareness, of a dialect whose
+A JSON-bodied call starts only outside reasoning (as every call: and not after a block that never closed),
+in a block scanned with JSON-string awareness, of a dialect whose
 grammar keeps plain arguments as written (``_HEADS``), once the name is complete and names an offered tool
 (or ``unknown_tools="accept"``) and the arguments object has begun. Its pieces are slices of the body from
 that object's ``{`` to its closing ``}``; held back are only what the scanner holds (a possible closer or
@@ -22,20 +23,26 @@ concatenation, not a read and an event.
 
 Qwen3-Coder XML bodies of those blocks (``<function=NAME><parameter=KEY>VALUE</parameter>…</function>`` in
 a ``<tool_call>``, or ``<parameter=…>`` tags in a ``<function=NAME>`` block; ``dialects.xml.qwen3_xml``)
-stream too (``_QwenCall``): their arguments are ``json.dumps`` of the parameters, written as the values
-arrive. The call starts at its ``<function=NAME>`` (in a ``<function=NAME>`` block: at its first
+stream too (``_XmlCall``), and so do the blocks that hold only XML calls: Seed-OSS (Qwen3-Coder's tags),
+MiniMax-M2 (``<invoke name="NAME"><parameter name="KEY">``), Step-3 (``steptml:`` tags, after
+``function<｜tool_sep｜>``) and DSML (``<｜DSML｜invoke name="NAME">``, a ``|`` for the bar read alike), each
+with the tags its grammar finds (``_Tags``). Their arguments are ``json.dumps`` of the parameters, written
+as the values arrive. The call starts at its call tag (in a ``<function=NAME>`` block: at its first
 parameter). A string value (one the schema types nothing else) is sent as it comes, escaped, but for what
 its layout trim (``xml._trim``) may still remove: a leading line break not yet known to be one, and its
 end while that may be the closing tag's layout (a last line of only spaces or tabs, with the line break
-before it; or a last space or carriage return). A tag that may be forming is held until known, at most
-``TAG_MAX`` characters (past that the call stops streaming). A typed value is sent whole once it ends.
-The call stops streaming, and the block's end settles it, on anything else: another call in the block, a
-repeated key, text between tags, or a value the trim changes otherwise (a closing tag indented: dedent).
-GLM bodies of a ``<tool_call>`` (``NAME<arg_key>K</arg_key><arg_value>V</arg_value>…``, ``dialects.xml.glm``)
-stream alike (``_GlmCall``), from their first key; their ``}`` comes with the block's end.
+before it; or a last space or carriage return). DSML's ``string="true"`` values are sent as written (no
+trim); its ``string="false"`` values (JSON) and values the schema types are sent whole once they end. A
+tag that may be forming is held until known, at most ``TAG_MAX`` characters (past that the call stops
+streaming). The call stops streaming, and the block's end settles it, on anything else: another call in
+the block (the first call streamed is the block's first: it ends if the block's first call is it, and the
+others are in ``calls``, whole), a repeated key, text between tags, or a value the trim changes otherwise
+(a closing tag indented: dedent). GLM bodies of a ``<tool_call>`` (``NAME<arg_key>K</arg_key><arg_value>V
+</arg_value>…``, ``dialects.xml.glm``) stream alike (``_GlmCall``), from their first key; their ``}``
+comes with the block's end.
 
-Every other call (arrays of calls, other XML dialects, other shapes) has no events: it is in ``calls`` as
-before.
+Every other call (arrays of calls, pythonic and Gemma calls, other shapes) has no events: it is in
+``calls`` as before.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from .dialects.jsonlike import (
     KIMI_RESERVED_ARGUMENT_BEGIN,
 )
 from .markers import DEEPSEEK_SEP, Block
+from .relaxed_json import NO_VALUE, decode
 from .toolcall import ToolCall, new_call_id
 
 __all__ = ["HEAD_MAX", "PIECE_MIN", "CallEvents"]
@@ -172,21 +180,97 @@ _HEADS: dict[str, tuple[int, Callable[[str, str], Head | None]]] = {
 _QWEN_GRAMMARS = frozenset(("hermes", "function"))
 #: the longest text a tag that may be forming is held for (past it, the call stops streaming)
 TAG_MAX = 64
-_QWEN_TAG = re.compile(
-    r"<(?:function=(?P<call>[^<>\n]*)>|(?P<end_call>/function\s*>)"
-    r"|parameter=(?P<param>[^<>\n]*)>|(?P<end_param>/parameter\s*>))"
-)
 _QWEN_OPENER = re.compile(r"<function=(?P<call>[^<>\n]*)>")
-_QWEN_LITERALS = ("<function=", "</function", "<parameter=", "</parameter")
+_MORE = "more"  # a tag may be forming
+
+
+class _Tags:
+    """One XML dialect's tags as the stream reader meets them: the grammar's own pattern (``xml._Markup``:
+    kinds ``call``, ``end_call``, ``param``, ``end_param``, heads ``call_head``, ``param_head``) and the
+    literals a tag still forming starts with: ``=`` (``<function=``: a head free of ``<>`` and line breaks
+    follows), `` `` (``<invoke``: attributes after whitespace, free of ``<>``) or ``/`` (a closing tag)."""
+
+    __slots__ = ("_pattern", "_literals", "_bars", "newline_params", "_attributes", "prefix")
+
+    def __init__(
+        self, markup, literals: tuple[tuple[str, str], ...], *, attributes: bool, bars: bool = False, prefix: str = ""
+    ) -> None:
+        self._pattern: re.Pattern = markup.pattern
+        self._literals = literals
+        self._bars = bars  # DeepSeek's tags: a "|" where "｜" is written is read alike
+        self.newline_params: bool = markup.newline_params
+        self._attributes = attributes  # names in name="…" attributes (else ``<function=NAME>``)
+        self.prefix = prefix  # Step-3: ``function<｜tool_sep｜>`` may come before the first call
+
+    def at(self, text: str, i: int) -> re.Match | str | None:
+        """The tag at ``text[i]`` (a ``<``), ``_MORE`` when one may still be forming, or ``None``."""
+        m = self._pattern.match(text, i)
+        if m is not None:
+            return m
+        rest = text[i : i + TAG_MAX + 1]  # a tag forming longer than that stops the call anyway
+        if self._bars:
+            rest = rest.replace("|", "\uff5c")
+        for literal, kind in self._literals:
+            if len(rest) <= len(literal):
+                if literal.startswith(rest):
+                    return _MORE
+            elif rest.startswith(literal):
+                tail = rest[len(literal) :]
+                if kind == "=":
+                    forming = not any(c in "<>\n" for c in tail)
+                elif kind == " ":
+                    forming = tail[0].isspace() and not any(c in "<>" for c in tail)
+                else:
+                    forming = not tail.strip()
+                if forming:
+                    return _MORE
+        return None
+
+    def call_name(self, tag: re.Match) -> str | None:
+        head = tag.group("call_head") or ""
+        return xml._attribute_name(head) if self._attributes else xml._tag_name(head)
+
+    def param(self, tag: re.Match) -> tuple[str | None, dict[str, str]]:
+        """A parameter tag's key (``None``: none) and attributes."""
+        head = tag.group("param_head") or ""
+        if not self._attributes:
+            return xml._param_name(head), {}
+        attributes = xml._attributes(head)
+        return xml._param_name(attributes.get("name")), attributes
+
+
+def _literals(call: str, param: str, kind: str) -> tuple[tuple[str, str], ...]:
+    """The literals of the tags ``<call…>``, ``</call``, ``<param…>``, ``</param`` (``kind``: ``=`` or `` ``)."""
+    named = "=" if kind == "=" else ""
+    return ((f"<{call}{named}", kind), (f"</{call}", "/"), (f"<{param}{named}", kind), (f"</{param}", "/"))
+
+
+_QWEN_TAGS = _Tags(xml._QWEN, _literals("function", "parameter", "="), attributes=False)
+#: grammar -> the tags of its bodies, for the XML dialects whose blocks are only XML calls
+_XML_BODIES = {
+    "qwen3_xml": _QWEN_TAGS,  # Seed-OSS
+    "minimax_m2": _Tags(xml._MINIMAX, _literals("invoke", "parameter", " "), attributes=True),
+    "step3": _Tags(
+        xml._STEP3,
+        _literals("steptml:invoke", "steptml:parameter", " "),
+        attributes=True,
+        prefix=xml._STEP3_SEP,
+    ),
+    "dsml": _Tags(
+        xml._DSML, _literals("\uff5cDSML\uff5cinvoke", "\uff5cDSML\uff5cparameter", " "), attributes=True, bars=True
+    ),
+}
 #: the tags that may follow a value's closing tag for it to end there (xml._AFTER_VALUE, _AFTER_CALL)
 _AFTER = {"end_param": ("param", "end_call", "call"), "end_call": ("call",)}
 _LEADING_BREAK = re.compile(r"[ \t]*\r?\n")
 _MAYBE_LEADING_BREAK = re.compile(r"[ \t]*\r?")
-_MORE = "more"  # a tag may be forming
 _PROBES = ("0", "true", "null", "{}", "[]")  # one text each schema type converts
 
 # states of the open block
 _OFF, _HEAD, _XML_HEAD, _ARGS, _XML, _DONE = range(6)
+# how an XML value is written: a string trimmed of its layout, a string as written (DSML ``string="true"``),
+# JSON (DSML ``string="false"``), or text the schema types
+_STRING, _VERBATIM, _JSON, _TYPED = range(4)
 
 
 def _escape(text: str) -> str:
@@ -195,25 +279,9 @@ def _escape(text: str) -> str:
     return encode_basestring(text)[1:-1]
 
 
-def _tag_at(text: str, i: int) -> re.Match | str | None:
-    """The Qwen3-Coder tag at ``text[i]`` (a ``<``), ``_MORE`` when one may still be forming, or ``None``."""
-    m = _QWEN_TAG.match(text, i)
-    if m is not None:
-        return m
-    rest = text[i : i + TAG_MAX + 1]  # a tag forming longer than that stops the call anyway
-    for literal in _QWEN_LITERALS:
-        if len(rest) <= len(literal):
-            if literal.startswith(rest):
-                return _MORE
-        elif rest.startswith(literal):
-            tail = rest[len(literal) :]
-            named = literal.endswith("=")
-            if (named and not any(c in "<>\n" for c in tail)) or (not named and not tail.strip()):
-                return _MORE
-    return None
-
-
-_GLM_TAG = re.compile(r"<(?:arg_key>(?P<param>[^<>]*)</arg_key>(?:\s|\\n)*<arg_value>|(?P<end_param>/arg_value\s*>))")
+_GLM_TAG = re.compile(
+    r"<(?:(?P<param>arg_key>(?P<param_head>[^<>]*)</arg_key>(?:\s|\\n)*<arg_value>)|(?P<end_param>/arg_value\s*>))"
+)
 _GLM_BETWEEN = re.compile(r"(?:\s|\\n)*\\?")  # between a key and its value: whitespace, "\n" written out
 
 
@@ -248,6 +316,19 @@ def _glm_tag_at(text: str, i: int) -> re.Match | str | None:
     return _MORE if "<arg_value>".startswith(value) else None
 
 
+class _GlmTags:
+    """GLM's tags, as ``_Tags`` gives them: ``<arg_key>KEY</arg_key><arg_value>`` and ``</arg_value>``."""
+
+    __slots__ = ()
+    newline_params = False
+    prefix = ""
+    at = staticmethod(_glm_tag_at)
+
+    @staticmethod
+    def param(tag: re.Match) -> tuple[str | None, dict[str, str]]:
+        return xml._param_name(tag.group("param_head")), {}
+
+
 def _sendable(tail: str) -> int:
     """How much of a string value's unsent ``tail`` its layout trim can no longer remove."""
     nl = tail.rfind("\n")
@@ -263,23 +344,23 @@ def _stays_string(ctx, tool: str, key: str) -> bool:
     return all(isinstance(ctx.value(tool, key, probe), str) for probe in _PROBES)
 
 
-class _QwenCall:
-    """Reads one Qwen3-Coder body as it arrives and sends its arguments through ``owner`` (module docstring)."""
+class _XmlCall:
+    """Reads one XML body (Qwen3-Coder, Seed-OSS, MiniMax-M2, Step-3, DSML; ``tags`` says which) as it arrives
+    and sends its first call's arguments through ``owner`` (module docstring)."""
 
-    _tag_at = staticmethod(_tag_at)
     #: the tags that may follow a value's closing tag for it to end there (xml._AFTER_VALUE, _AFTER_CALL)
     _after: ClassVar[dict[str, tuple[str, ...]]] = _AFTER
-    _newline_params = True  # an unclosed value ends only at a parameter tag that starts a line
 
     __slots__ = (
         "_owner",
         "_ctx",
+        "_tags",
         "_buf",
         "_step",
         "_name",
         "_keys",
         "_key",
-        "_string",
+        "_kind",
         "_raw",
         "_last",
         "_lead",
@@ -289,16 +370,19 @@ class _QwenCall:
         "_mark",
     )
 
-    def __init__(self, owner: CallEvents, ctx, name: str | None) -> None:
+    def __init__(self, owner: CallEvents, ctx, tags, name: str | None) -> None:
         self._owner = owner
         self._ctx = ctx
+        self._tags = tags
         self._buf = ""  # body text not read yet
         # ``<function=NAME>`` blocks are past the call tag: their call starts at the first parameter
-        self._step: Callable[[], bool] = self._call_tag if name is None else self._between
+        self._step: Callable[[], bool] = (
+            (self._prefix if tags.prefix else self._call_tag) if name is None else self._between
+        )
         self._name = name or ""
         self._keys: set[str] = set()
         self._key = ""
-        self._string = False  # the value streams as a string
+        self._kind = _TYPED  # how the value is written: _STRING (trimmed), _VERBATIM, _JSON or _TYPED
         self._raw: list[str] = []  # the value's text so far, as written
         self._last = ""  # its last character (a parameter tag ends an unclosed value only at a line's start)
         self._lead: bool | None = None  # whether the value starts with a line break (None: not known yet)
@@ -335,16 +419,35 @@ class _QwenCall:
         j = len(buf) - len(buf.lstrip())
         if j == len(buf):
             return _MORE
-        return self._tag_at(buf, j) if buf[j] == "<" else None
+        return self._tags.at(buf, j) if buf[j] == "<" else None
+
+    def _prefix(self) -> bool:
+        """Step-3: ``function<｜tool_sep｜>`` before the first call (``xml.step3``), or a call tag at once."""
+        buf, sep = self._buf, self._tags.prefix
+        text = buf.lstrip()
+        if text.startswith("<"):  # the call tag itself (a separator first is not "function" before it)
+            self._step = self._call_tag
+            return True
+        cut = buf.find(sep)
+        if cut < 0:  # wait while the text may still become "function", blanks, the separator
+            after = text[8:].lstrip() if text.startswith("function") else None
+            if "function".startswith(text) or (after is not None and sep.startswith(after)):
+                return self._wait(HEAD_MAX)
+            return self._stop()
+        if buf[:cut].strip() != "function":
+            return self._stop()
+        self._buf = buf[cut + len(sep) :]
+        self._step = self._call_tag
+        return True
 
     def _call_tag(self) -> bool:
-        """``<function=NAME>`` (a ``<tool_call>`` body); the call starts there."""
+        """The call's opening tag (``<function=NAME>``, ``<invoke name="NAME">``); the call starts there."""
         tag = self._next_tag()
         if tag is _MORE:
             return self._wait(HEAD_MAX)
         if not isinstance(tag, re.Match) or tag.lastgroup != "call":
             return self._stop()
-        name = xml._tag_name(tag.group("call"))
+        name = self._tags.call_name(tag)
         owner = self._owner
         if name is None or not (owner._accept or self._ctx.known(name)):
             return self._stop()
@@ -355,7 +458,7 @@ class _QwenCall:
         return True
 
     def _between(self) -> bool:
-        """Between parameters: the next ``<parameter=KEY>``, or ``</function>``."""
+        """Between parameters: the next parameter tag, or the call's closing tag."""
         tag = self._next_tag()
         if tag is _MORE:
             return self._wait(TAG_MAX)
@@ -366,15 +469,21 @@ class _QwenCall:
             if owner._state == _XML:
                 owner._send("}" if self._keys else "{}")
             return self._stop()
-        key = xml._param_name(tag.group("param"))
+        key, attributes = self._tags.param(tag)
         if key is None or key in self._keys:
             return self._stop()
         if owner._state != _XML:  # a ``<function=NAME>`` block: the call starts at its first parameter
             if not (owner._accept or self._ctx.known(self._name)):
                 return self._stop()
             owner._start(self._name, None, _XML)
-        self._string = _stays_string(self._ctx, self._name, key)
-        opening = '"' if self._string else ""
+        written = attributes.get("string", "").strip().lower()  # DSML's own types
+        if written == "true":
+            self._kind = _VERBATIM
+        elif written == "false":
+            self._kind = _JSON
+        else:
+            self._kind = _STRING if _stays_string(self._ctx, self._name, key) else _TYPED
+        opening = '"' if self._kind <= _VERBATIM else ""
         owner._send(("{" if not self._keys else ", ") + json.dumps(key, ensure_ascii=False) + ": " + opening)
         self._keys.add(key)
         self._key = key
@@ -388,7 +497,7 @@ class _QwenCall:
         buf = self._buf
         i = buf.find("<")
         while i >= 0:
-            tag = self._tag_at(buf, i)
+            tag = self._tags.at(buf, i)
             if tag is _MORE:
                 self._text(buf[:i])
                 self._buf = buf[i:]
@@ -400,7 +509,7 @@ class _QwenCall:
                     self._buf, self._end, self._mark = buf[i:], kind, tag.end() - i
                     self._step = self._closed
                     return True
-                if kind == "param" and (not self._newline_params or (buf[i - 1] if i else self._last) == "\n"):
+                if kind == "param" and (not self._tags.newline_params or (buf[i - 1] if i else self._last) == "\n"):
                     self._text(buf[:i])  # an unclosed value ends at the next parameter
                     self._buf = buf[i:]
                     return self._value_end()
@@ -416,7 +525,7 @@ class _QwenCall:
         after = buf[self._mark :]
         j = self._mark + len(after) - len(after.lstrip())
         if j < len(buf) and buf[j] == "<":
-            tag = self._tag_at(buf, j)
+            tag = self._tags.at(buf, j)
             if isinstance(tag, re.Match) and tag.lastgroup in self._after[self._end]:
                 self._buf = buf[j:]
                 return self._value_end()
@@ -435,7 +544,10 @@ class _QwenCall:
             return
         self._raw.append(text)
         self._last = text[-1]
-        if not self._string:
+        if self._kind == _VERBATIM:
+            self._send_value(text)
+            return
+        if self._kind != _STRING:
             return
         tail = self._tail + text
         if self._lead is None:  # rule 1: a leading line break, rule 4: one space before a character
@@ -451,15 +563,26 @@ class _QwenCall:
                     tail = tail[1:]
         n = _sendable(tail)
         if n:
-            piece = _escape(tail[:n])
-            self._value_sent.append(piece)
-            self._owner._send(piece)
+            self._send_value(tail[:n])
             tail = tail[n:]
         self._tail = tail
 
+    def _send_value(self, text: str) -> None:
+        piece = _escape(text)
+        self._value_sent.append(piece)
+        self._owner._send(piece)
+
     def _value_end(self) -> bool:
         """The value ended (``_buf`` starts with the tag after it): send the rest of its JSON, as parse writes it."""
-        value = xml._typed(self._ctx, self._name, self._key, xml._trim("".join(self._raw)))
+        raw = "".join(self._raw)
+        if self._kind == _VERBATIM:
+            value: object = raw
+        elif self._kind == _JSON:
+            value = decode(raw)
+            if value is NO_VALUE:
+                return self._stop()
+        else:
+            value = xml._typed(self._ctx, self._name, self._key, xml._trim(raw))
         try:
             full = json.dumps(value, ensure_ascii=False, allow_nan=False)
         except (ValueError, RecursionError):
@@ -473,14 +596,12 @@ class _QwenCall:
         return True
 
 
-class _GlmCall(_QwenCall):
+class _GlmCall(_XmlCall):
     """GLM bodies (``NAME<arg_key>K</arg_key><arg_value>V</arg_value>…``, ``dialects.xml.glm``): the call
     starts at its first key; its ``}`` comes with the block's end."""
 
     __slots__ = ()
-    _tag_at = staticmethod(_glm_tag_at)
     _after: ClassVar[dict[str, tuple[str, ...]]] = {"end_param": ("param",)}
-    _newline_params = False
 
     def _call_tag(self) -> bool:
         """``NAME`` and the first ``<arg_key>…<arg_value>``."""
@@ -491,7 +612,7 @@ class _GlmCall(_QwenCall):
         name = buf[:cut].strip()
         if not name or any(c in "<>{\n" for c in name):
             return self._stop()
-        tag = self._tag_at(buf, cut)
+        tag = self._tags.at(buf, cut)
         if tag is _MORE:
             return self._wait(HEAD_MAX)
         if (
@@ -552,7 +673,7 @@ class CallEvents:
         self._depth = 0
         self._in_str = False
         self._qwen: str | None = None  # a block that may hold Qwen3-Coder XML: the name its opener gives, or ""
-        self._xml: _QwenCall | None = None  # the XML body being read
+        self._xml: _XmlCall | None = None  # the XML body being read
         self._unread = ""  # body text of a started call not read yet: less than PIECE_MIN characters
 
     def take(self) -> list[tuple]:
@@ -560,14 +681,16 @@ class CallEvents:
         return events
 
     def open(self, block: Block, opener: str, plain: bool) -> None:
-        """A block opened; ``plain``: outside reasoning, scanned with JSON-string awareness."""
-        head = _HEADS.get(block.grammar) if plain else None
-        self._state = _OFF if head is None else _HEAD
+        """A block opened; ``plain``: outside reasoning, and not after a block that never closed (the text
+        is then scanned without JSON-string awareness)."""
+        head = _HEADS.get(block.grammar) if plain and block.json_strings else None
+        tags = _XML_BODIES.get(block.grammar) if plain else None
+        self._state = _HEAD if head is not None else _XML_HEAD if tags is not None else _OFF
         if head is not None:
             self._braces, self._read = head
             self._opener = opener
             self._head = ""
-        self._xml = None
+        self._xml = None if tags is None else _XmlCall(self, self._ctx, tags, None)
         self._qwen = None
         if head is not None and block.grammar in _QWEN_GRAMMARS:
             if block.grammar == "hermes":
@@ -593,9 +716,9 @@ class CallEvents:
             first = text.lstrip()[:1]
             if self._qwen is not None and first and not self._head.strip():
                 if first == "<":
-                    self._xml = _QwenCall(self, self._ctx, self._qwen or None)
+                    self._xml = _XmlCall(self, self._ctx, _QWEN_TAGS, self._qwen or None)
                 elif not self._qwen and first not in "{[`":  # a <tool_call> body that starts with a name: GLM
-                    self._xml = _GlmCall(self, self._ctx, None)
+                    self._xml = _GlmCall(self, self._ctx, _GlmTags(), None)
                 if self._xml is not None:
                     self._state = _XML_HEAD
                     self._xml.feed(self._head + text)
@@ -682,7 +805,7 @@ class CallEvents:
         state, self._state, self._unread = self._state, _OFF, ""
         if state < _ARGS:
             return
-        call = calls[0] if calls is not None and len(calls) == 1 else None
+        call = calls[0] if calls else None  # the call streamed is the block's first (the others go whole)
         sent = "".join(self._sent)
         if (
             call is None

@@ -777,7 +777,7 @@ class StreamScrubber:
         self._depth = 0
         self._at_start = True
         if self._follow is not None:
-            self._follow.open(block, opener, not self._reasoning and not self._poisoned)
+            self._follow.open(block, opener, not self._reasoning and gopen >= self._poison_until)
 
     def _finish(self, body: str, out: list, closer: str, calls=None) -> None:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""

@@ -88,14 +88,14 @@ class _Markup:
     unclosed value ends only at a parameter tag that starts a line (tags that are plain text).
     """
 
-    __slots__ = ("_pattern", "newline_params")
+    __slots__ = ("pattern", "newline_params")
 
     def __init__(self, call: str, end_call: str, param: str, end_param: str, newline_params: bool) -> None:
         # every tag starts with "<": factored out, it is a literal prefix that the regex engine finds with
         # a fast scan, instead of trying four alternatives at every character of a big value
         parts = [p if p.startswith("<") else "<" + p for p in (call, end_call, param, end_param)]
         call, end_call, param, end_param = (p[1:] for p in parts)
-        self._pattern = re.compile(
+        self.pattern = re.compile(
             f"<(?:(?P<{_CALL}>{call.replace('(?P<head>', '(?P<call_head>')})"
             f"|(?P<{_END_CALL}>{end_call})"
             f"|(?P<{_PARAM}>{param.replace('(?P<head>', '(?P<param_head>')})"
@@ -106,7 +106,7 @@ class _Markup:
     def tags(self, body: str) -> list[_Tag] | None:
         """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed)."""
         tags: list[_Tag] = []
-        for m in self._pattern.finditer(body):
+        for m in self.pattern.finditer(body):
             if len(tags) == TAGS_MAX:
                 return None
             # every alternative of the pattern is a named group, so ``lastgroup`` is never None
