@@ -772,6 +772,8 @@ cdef class StreamScrubber:
     # '[' with tools (read in one pass over a short delta, SHORT_DELTA, instead of one search per character)
     cdef bint _stop[128]
     cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
+    # the body the call events have not seen: from this index of _parts on, this long; seen once this long
+    cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
 
     def __init__(self, *, options=None, **keywords):
         if options is None:
@@ -1052,7 +1054,10 @@ cdef class StreamScrubber:
                     piece = s[p:q]
                     self._parts.append(piece)
                     if self._follow is not None:
-                        self._follow.body(piece)
+                        self._follow_len += q - p
+                        if self._follow_len >= self._follow_wants:
+                            self._follow_wants = self._follow.body("".join(self._parts[self._follow_from:]))
+                            self._follow_from, self._follow_len = len(self._parts), 0
                     self._body_len += q - p
                     self._held = s[q:]
                     self._pos = base + q
@@ -1060,8 +1065,8 @@ cdef class StreamScrubber:
                     return "".join(out)
                 if kind == LX_CLOSE:
                     end = q + self._spec.closers[self._kind].n
-                    if self._follow is not None:
-                        self._follow.body(s[p:q])
+                    if self._follow is not None and self._follow_len + q - p >= self._follow_wants:
+                        self._follow.body("".join(self._parts[self._follow_from:]) + s[p:q])
                     self._finish("".join(self._parts) + s[p:q], out, s[q:end])
                     p = end
                     continue
@@ -1334,7 +1339,9 @@ cdef class StreamScrubber:
         self._depth = 0
         self._at_start = True
         if self._follow is not None:
-            self._follow.open(self._spec.table.blocks[k], opener, not self._reasoning and gopen >= self._poison_until)
+            self._follow_wants = self._follow.open(
+                self._spec.table.blocks[k], opener, not self._reasoning and gopen >= self._poison_until)
+            self._follow_from = self._follow_len = 0
         return 0
 
     cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:

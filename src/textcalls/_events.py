@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import ClassVar
@@ -67,13 +68,14 @@ from .markers import DEEPSEEK_SEP, Block
 from .relaxed_json import NO_VALUE, decode
 from .toolcall import ToolCall, new_call_id
 
-__all__ = ["HEAD_MAX", "PIECE_MIN", "CallEvents"]
+__all__ = ["HEAD_MAX", "NEVER", "PIECE_MIN", "CallEvents"]
 
 #: How much of a body may come before its arguments object: past that, the call is not streamed.
 HEAD_MAX = 512
 #: A started call's body is read, and its pieces sent, in runs of at least this many characters (or at
-#: the block's end): per delta, the option then costs a string concatenation, not a read and an event.
+#: the block's end): the scanners gather them, so a delta costs no call here, no read and no event.
 PIECE_MIN = 32
+NEVER = sys.maxsize  # what ``_wants`` asks for when the body is not read
 _JSON_WS = " \t\n\r"
 _ASCII_SEP = DEEPSEEK_SEP.replace("\uff5c", "|")
 #: ``{"name": "NAME", "arguments": `` up to the arguments object (the Hermes call object, name first)
@@ -651,7 +653,6 @@ class CallEvents:
         "_in_str",
         "_qwen",
         "_xml",
-        "_unread",
     )
 
     def __init__(self, calls: list[ToolCall], ctx, unknown_tools: str) -> None:
@@ -674,15 +675,14 @@ class CallEvents:
         self._in_str = False
         self._qwen: str | None = None  # a block that may hold Qwen3-Coder XML: the name its opener gives, or ""
         self._xml: _XmlCall | None = None  # the XML body being read
-        self._unread = ""  # body text of a started call not read yet: less than PIECE_MIN characters
 
     def take(self) -> list[tuple]:
         events, self.events = self.events, []
         return events
 
-    def open(self, block: Block, opener: str, plain: bool) -> None:
+    def open(self, block: Block, opener: str, plain: bool) -> int:
         """A block opened; ``plain``: outside reasoning, and not after a block that never closed (the text
-        is then scanned without JSON-string awareness)."""
+        is then scanned without JSON-string awareness). Returns how much body to gather for ``body``."""
         head = _HEADS.get(block.grammar) if plain and block.json_strings else None
         tags = _XML_BODIES.get(block.grammar) if plain else None
         self._state = _HEAD if head is not None else _XML_HEAD if tags is not None else _OFF
@@ -697,16 +697,20 @@ class CallEvents:
                 self._qwen = ""
             elif (m := _QWEN_OPENER.fullmatch(opener)) is not None and (name := xml._tag_name(m.group("call"))):
                 self._qwen = name
+        return self._wants()
 
-    def body(self, text: str) -> None:
-        """The next piece of the open block's body. A started call's body is read in runs of at least
-        ``PIECE_MIN`` characters (the block's end reads the rest): pieces go out per run, not per delta."""
-        if self._state == _ARGS or self._state == _XML:
-            text = self._unread + text
-            if len(text) < PIECE_MIN:
-                self._unread = text
-                return
-            self._unread = ""
+    def _wants(self) -> int:
+        """How many characters of the body the scanner gathers before its next ``body`` call: 1 (every piece)
+        while a call's head is read, ``PIECE_MIN`` once the call started (its body is read in runs), and
+        ``NEVER`` when nothing is read (the block's end settles it)."""
+        state = self._state
+        if state in (_HEAD, _XML_HEAD):
+            return 1
+        return PIECE_MIN if state in (_ARGS, _XML) else NEVER
+
+    def body(self, text: str) -> int:
+        """The next text of the open block's body (at least what ``_wants`` asked for, or the block's last
+        text); returns how much to gather before the next call."""
         if self._state == _ARGS:
             self._arguments(self._pending + text)
         elif self._state in (_XML_HEAD, _XML):
@@ -722,8 +726,9 @@ class CallEvents:
                 if self._xml is not None:
                     self._state = _XML_HEAD
                     self._xml.feed(self._head + text)
-                    return
+                    return self._wants()
             self._head_of(text)
+        return self._wants()
 
     def _head_of(self, text: str) -> None:
         start = len(self._head)
@@ -802,7 +807,7 @@ class CallEvents:
 
     def close(self, calls: list[ToolCall] | None) -> None:
         """The open block ended; ``calls`` are the calls taken from it (``None``: none taken)."""
-        state, self._state, self._unread = self._state, _OFF, ""
+        state, self._state = self._state, _OFF
         if state < _ARGS:
             return
         call = calls[0] if calls else None  # the call streamed is the block's first (the others go whole)
@@ -823,7 +828,7 @@ class CallEvents:
 
     def drop(self) -> None:
         """The open block turned out to be text (another opener, or no closer)."""
-        state, self._state, self._unread = self._state, _OFF, ""
+        state, self._state = self._state, _OFF
         if state >= _ARGS:
             self._abandon()
 

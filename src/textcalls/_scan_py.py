@@ -312,6 +312,9 @@ class StreamScrubber:
         "_firsts",
         "_bare_stop",
         "_follow",
+        "_follow_from",
+        "_follow_len",
+        "_follow_wants",
     )
 
     def __init__(self, *, options: Options | None = None, **keywords: Any) -> None:
@@ -374,6 +377,8 @@ class StreamScrubber:
         self._lines = code_fences or self._trail  # _line is followed
         # with stream_arguments, the call events of JSON-bodied blocks (shared code)
         self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
+        # the body the call events have not seen: from this index of _parts on, this long; seen once this long
+        self._follow_from = self._follow_len = self._follow_wants = 0
 
     def _enter(self) -> None:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads)."""
@@ -573,15 +578,18 @@ class StreamScrubber:
                     piece = s[p:q]
                     self._parts.append(piece)
                     if self._follow is not None:
-                        self._follow.body(piece)
+                        self._follow_len += q - p
+                        if self._follow_len >= self._follow_wants:
+                            self._follow_wants = self._follow.body("".join(self._parts[self._follow_from :]))
+                            self._follow_from, self._follow_len = len(self._parts), 0
                     self._body_len += q - p
                     self._held = s[q:]
                     self._pos = base + q
                     return "".join(out)
                 if kind == "close":
                     end = q + len(self._closer)
-                    if self._follow is not None:
-                        self._follow.body(s[p:q])
+                    if self._follow is not None and self._follow_len + q - p >= self._follow_wants:
+                        self._follow.body("".join(self._parts[self._follow_from :]) + s[p:q])
                     self._finish("".join(self._parts) + s[p:q], out, s[q:end])
                     p = end
                     continue
@@ -777,7 +785,8 @@ class StreamScrubber:
         self._depth = 0
         self._at_start = True
         if self._follow is not None:
-            self._follow.open(block, opener, not self._reasoning and gopen >= self._poison_until)
+            self._follow_wants = self._follow.open(block, opener, not self._reasoning and gopen >= self._poison_until)
+            self._follow_from = self._follow_len = 0
 
     def _finish(self, body: str, out: list, closer: str, calls=None) -> None:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
