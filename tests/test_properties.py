@@ -73,6 +73,16 @@ PIECES += [
     'functions.f:0<|tool_call_argument_begin|>{"a":1}',
     '<invoke name="f"><parameter name="p">v</parameter></invoke>',
     'call:f{a:<|"|>x<|"|>}',
+    # HTML and comparisons: a '<' that starts no literal (the Cython scanner's one-pass screen lets them by)
+    '<div class="row">',
+    "</p>",
+    "<br/>",
+    "a<b",
+    "x <= y",
+    "<code>vec<int></code>",
+    "<tox",
+    "<｜x",
+    "<|x",
 ]
 texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=6)), max_size=24).map("".join)
 max_blocks = st.sampled_from([1, 3, 8, 20, 64, 1 << 20])

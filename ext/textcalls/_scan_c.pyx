@@ -771,6 +771,7 @@ cdef class StreamScrubber:
     # every character that makes a delta leave the fast path: first characters, '`' with code fences, '{' and
     # '[' with tools (read in one pass over a short delta, SHORT_DELTA, instead of one search per character)
     cdef bint _stop[128]
+    cdef bint _lit_only[128]   # _stop only as some literal's first character (see _quiet_short)
     cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
     # the body the call events have not seen: from this index of _parts on, this long; seen once this long
     cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
@@ -817,10 +818,17 @@ cdef class StreamScrubber:
         self._line = 0
         self._lines = code_fences or self._trail
         self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
-        cdef int c
+        cdef int c, e
         for c in range(128):
             self._stop[c] = self._spec.first[c] or (code_fences and c == 0x60) or (
                 self._trail and (c == 0x7B or c == 0x5B))
+            # a literal's first character only (no fence, bare call or word opener's anchor): it starts
+            # nothing when no literal starts with it and the next two characters (_candidate's first test)
+            self._lit_only[c] = self._stop[c] and not (code_fences and c == 0x60) and not (
+                self._trail and (c == 0x7B or c == 0x5B))
+            for e in range(self._spec.n_entries, self._spec.n_all):
+                if self._spec.entries[e].anchor == c:
+                    self._lit_only[c] = False
 
     cdef inline int _enter(self) except -1:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
@@ -899,19 +907,25 @@ cdef class StreamScrubber:
         return self._run(self._held + delta, False)
 
     cdef inline bint _quiet_short(self, int kind, const void* data, Py_ssize_t n) noexcept:
-        """No character of ``_stop`` in the delta: one pass."""
+        """No character of ``_stop`` in the delta, but for literals' first characters that start nothing
+        (no literal starts with it and the two characters after it, as ``_candidate`` tests first: ``<div``):
+        one pass."""
         cdef const Py_UCS1* p1
         cdef Py_UCS4 c
         cdef Py_ssize_t k
         if kind == 1:
             p1 = <const Py_UCS1*>data
             for k in range(n):
-                if p1[k] < 128 and self._stop[p1[k]]:
+                if p1[k] < 128 and self._stop[p1[k]] and not (
+                        self._lit_only[p1[k]] and k + 2 < n
+                        and not self._spec.triple[_triple(p1[k], p1[k + 1], p1[k + 2])]):
                     return False
             return True
         for k in range(n):
             c = PyUnicode_READ(kind, data, k)
-            if c < 128 and self._stop[c]:
+            if c < 128 and self._stop[c] and not (
+                    self._lit_only[c] and k + 2 < n and not self._spec.triple[_triple(
+                        c, PyUnicode_READ(kind, data, k + 1), PyUnicode_READ(kind, data, k + 2))]):
                 return False
         return True
 
