@@ -1057,7 +1057,7 @@ cdef class StreamScrubber:
         return 0
 
     cdef str _run(self, str s, bint final):
-        cdef list out = []
+        cdef list out = None  # made when text goes out (a delta inside a block has none)
         cdef Py_ssize_t base = self._pos, p = 0, q, c, gbody, end
         cdef Lexed kind
         cdef str body, closer, piece
@@ -1073,10 +1073,12 @@ cdef class StreamScrubber:
                             self._follow_wants = self._follow.body("".join(self._parts[self._follow_from:]))
                             self._follow_from, self._follow_len = len(self._parts), 0
                     self._body_len += q - p
-                    self._held = s[q:]
+                    self._held = s[q:] if q < PyUnicode_GET_LENGTH(s) else ""
                     self._pos = base + q
                     self._memo_s = None
-                    return "".join(out)
+                    return "" if out is None else "".join(out)
+                if out is None:
+                    out = []
                 if kind == LX_CLOSE:
                     end = q + self._spec.closers[self._kind].n
                     if self._follow is not None and self._follow_len + q - p >= self._follow_wants:
@@ -1114,6 +1116,8 @@ cdef class StreamScrubber:
                         self._follow.drop()
                 p = 0
                 continue
+            if out is None:
+                out = []
             p = self._outside(s, p, base, final, out)
             if p < 0:
                 self._memo_s = None
