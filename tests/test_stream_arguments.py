@@ -446,12 +446,9 @@ def test_the_command_line_flag_reaches_the_proxy(monkeypatch):
     assert seen == [None, True]  # not given: create_app's default, off
 
 
-def test_the_paths_that_do_not_stream_arguments_refuse_the_option():
-    from textcalls import _hosts, messages_api, responses_api
+def test_the_host_integrations_refuse_the_option():
+    from textcalls import _hosts
 
-    for make in (responses_api.ResponsesRecovery, messages_api.MessagesRecovery):
-        with pytest.raises(ValueError, match="stream_arguments"):
-            make(native=False, has_tools=True, stream_arguments=True)
     with pytest.raises(ValueError, match="stream_arguments"):
         _hosts.check_options({"stream_arguments": True})
     _hosts.check_options({"stream_arguments": False})  # the default, given: fine

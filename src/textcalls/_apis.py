@@ -1,8 +1,9 @@
 """What the Responses and Messages recoveries (``responses_api``, ``messages_api``) share: reading tools and
 options, the steps of a whole answer's and a raw body's recovery, the start of an event machine
-(``EventMachine``), one text part's scrubber, and ``EventRecovery``, the framing of typed server-sent events
-(``event: TYPE`` then a JSON ``data:`` line) in any splits, which sends on byte for byte every event an API's
-machine leaves as it is (on ``SSEFraming``, the framing the chat-completions ``SSERecovery`` screens).
+(``EventMachine``, with ``stream_arguments`` the steps a text part's call events give), one text part's
+scrubber, and ``EventRecovery``, the framing of typed server-sent events (``event: TYPE`` then a JSON
+``data:`` line) in any splits, which sends on byte for byte every event an API's machine leaves as it is (on
+``SSEFraming``, the framing the chat-completions ``SSERecovery`` screens).
 """
 
 from __future__ import annotations
@@ -107,16 +108,12 @@ def api_options(keywords: dict, convert: Callable[[Any], tuple]) -> Options:
     """The ``Options`` for an API's recovery keywords: ``tools`` in that API's own shape (``convert`` gives
     ``(chat-shaped function tools, why not)``), ``formats`` defaulting to ``FORMATS``; or ``options=``."""
     if "options" in keywords:
-        options = options_of(keywords)
-    else:
-        given = dict(keywords)
-        if given.get("tools") is not None:
-            given["tools"] = check_tools(given["tools"], convert)
-        given.setdefault("formats", FORMATS)
-        options = Options(**given)
-    if options.stream_arguments:
-        raise ValueError("stream_arguments is not supported on the Responses and Messages APIs (chat completions only)")
-    return options
+        return options_of(keywords)
+    given = dict(keywords)
+    if given.get("tools") is not None:
+        given["tools"] = check_tools(given["tools"], convert)
+    given.setdefault("formats", FORMATS)
+    return Options(**given)
 
 
 def fresh_id(prefix: str) -> str:
@@ -129,13 +126,15 @@ class TextPart:
     analysis channel; ``<think>`` with the ``reasoning`` dialect on) is dropped: these APIs carry reasoning
     in items and blocks of their own, which recovery does not invent."""
 
-    __slots__ = ("scrubber", "shown", "done", "item_id")
+    __slots__ = ("scrubber", "shown", "done", "item_id", "open", "streaming")
 
     def __init__(self, options: Options, item_id: object = None) -> None:
         self.scrubber = _scan.impl.StreamScrubber(options=options)
         self.shown: list[str] = []
         self.done = False  # flushed
         self.item_id = item_id
+        self.open = False  # stream_arguments: a call of its scrubber started and has not ended
+        self.streaming = False  # and the client was sent its start (the gate allowed it)
 
     def feed(self, text: str) -> str:
         shown = self.scrubber.feed(text)
@@ -234,6 +233,7 @@ class Machine(Protocol):
     """An API's recovery over decoded events."""
 
     recovered: int
+    abandoned: int
     has_tools: bool
 
     def push(self, event: dict) -> list:
@@ -252,9 +252,11 @@ class EventMachine:
         self.native = native
         self.has_tools = has_tools
         self.options = api_options(keywords, convert)  #: the recovery options, checked
-        self.recovered = 0  #: calls recovered and sent
+        self.recovered = 0  #: calls recovered and sent (streamed ones once ended)
+        #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
+        self.abandoned = 0
         self._structured: set = set()  # the indexes of structured calls
-        self._last = -1  # the highest index seen
+        self._last = -1  # the highest index seen (with stream_arguments: sent)
         self._ended = False
 
     def _gated_calls(self, parts: dict) -> list[ToolCall]:
@@ -265,6 +267,78 @@ class EventMachine:
             return []
         self.recovered += len(calls)
         return calls
+
+    def _steps(self, part: TextPart, text: str | None) -> list[tuple]:
+        """``stream_arguments``: feed ``text`` to ``part`` (None: flush it); what to send, in order:
+        ``("text", str)``; a call streamed: ``("start", id, name)``, ``("piece", str)`` …, then ``("end", call)``
+        or ``("abandon",)``; ``("call", call)``: a call without events, whole. Calls are sent when the gate
+        (``should_recover`` with the structured calls seen so far) allows at their start or completion, counted
+        in ``recovered`` and ``abandoned``.
+
+        Where the text shown goes: after the end of the call open when the feed began, if one was (its block
+        held all text until then); else, when the feed ends calls and leaves none open, its longest end that
+        ``text`` also ends with goes after them and the rest before them (text the feed brings after a block it
+        ends, unless the scrubber changed it: markers removed); else before them."""
+        was_open = part.open
+        before = len(part.calls)
+        shown = part.flush() if text is None else part.feed(text)
+        calls = part.calls
+        steps: list[tuple] = []
+        taken = before  # calls before it are decided (sent, or refused by the gate)
+        ended = -1  # where the text goes when a call was open: after the first step that ends one
+        for event in part.scrubber.take_events():
+            kind, index = event[0], event[1]
+            if kind == "arguments":
+                if part.streaming:
+                    steps.append(("piece", event[2]))
+            elif kind == "started":
+                taken = self._whole(calls, taken, index, steps)
+                part.open = True
+                part.streaming = should_recover(self.native, True, len(self._structured))
+                if part.streaming:
+                    steps.append(("start", event[2], event[3]))
+            else:  # ended (calls[index] is the call), or abandoned
+                if part.streaming and kind == "ended":
+                    self.recovered += 1
+                    taken = index + 1
+                    steps.append(("end", calls[index]))
+                elif part.streaming:
+                    self.abandoned += 1
+                    steps.append(("abandon",))
+                part.open = part.streaming = False
+                if ended < 0:
+                    ended = len(steps)
+        self._whole(calls, taken, len(calls), steps)
+        if not shown:
+            return steps
+        if was_open:  # (a block open all through a feed shows nothing: the text is never left without a place)
+            at = ended if ended >= 0 else len(steps)
+            return [*steps[:at], ("text", shown), *steps[at:]]
+        cut = len(shown) if part.open or not steps or not text else _shared_end(shown, text)
+        return [
+            *([("text", shown[:cut])] if cut else []),
+            *steps,
+            *([("text", shown[cut:])] if cut < len(shown) else []),
+        ]
+
+    def _whole(self, calls: list[ToolCall], taken: int, end: int, steps: list) -> int:
+        """``calls[taken:end]`` (completed without events) as ``("call", call)`` steps if the gate allows; ``end``."""
+        if end > taken and should_recover(self.native, True, len(self._structured)):
+            self.recovered += end - taken
+            steps += [("call", call) for call in calls[taken:end]]
+        return end
+
+
+def _shared_end(shown: str, fed: str) -> int:
+    """Where the longest end of ``shown`` that ``fed`` also ends with begins."""
+    lo, hi = 0, len(shown)  # fed ends with shown[hi:]; the answer is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fed.endswith(shown[mid:]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 class EventRecovery(SSEFraming):
@@ -288,6 +362,11 @@ class EventRecovery(SSEFraming):
     def recovered(self) -> int:
         """Tool calls recovered and sent so far."""
         return self.machine.recovered
+
+    @property
+    def abandoned(self) -> int:
+        """Calls streamed in pieces (``stream_arguments=True``) and then abandoned."""
+        return self.machine.abandoned
 
     def feed(self, data) -> bytes:
         """Take the next upstream bytes (bytes-like); return the bytes to send now."""

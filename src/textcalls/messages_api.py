@@ -9,11 +9,15 @@ scrubbed whatever the gate says: a stream cannot take back text it has sent, and
 alike so that both give the same result. ``tools`` is the request's ``tools`` in the Messages shape
 (``{"name", "description", "input_schema"}``); its client tools are the ones offered (``messages_tools``),
 server tools (a ``type`` such as ``web_search_20250305``) left out.
+
+With ``stream_arguments=True`` a stream sends each call in its place instead, its input in pieces as the
+model writes it (``MessagesRecovery``); a whole message takes the option and is recovered as without it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from ._apis import (
@@ -94,7 +98,8 @@ def recover_message(message: dict, *, native: bool, has_tools: bool, **options) 
     the whitespace around it kept); recovered calls are appended to ``content`` as ``tool_use`` blocks and
     ``stop_reason`` becomes ``"tool_use"``. ``usage`` and every other field stay. The input is never
     mutated; the very same object comes back when nothing changes (always with ``has_tools=False``).
-    ``options`` are ``parse``'s, ``tools`` in the Messages shape (or ``options=`` an ``Options``).
+    ``options`` are ``parse``'s, ``tools`` in the Messages shape (or ``options=`` an ``Options``);
+    ``stream_arguments`` changes nothing here.
     """
     content, opts = answer_entries(message, "message", "content", native, has_tools, options, convert_tools)
     if content is None:
@@ -136,6 +141,20 @@ class MessagesRecovery(EventMachine):
       ``partial_json`` is the whole arguments, ``content_block_stop``; then ``stop_reason`` is
       ``"tool_use"``. ``usage`` passes as sent.
 
+    With ``stream_arguments=True`` each call goes out in its place instead, as the model writes it. When a
+    call starts (and the gate allows, with the structured calls seen so far), the text block it is written in
+    is stopped as it stands and the call follows as a ``tool_use`` block of its own (a fresh ``toolu_`` id,
+    ``input`` ``{}``): an ``input_json_delta`` per piece, then ``content_block_stop``. A call without events
+    comes whole in its place. Text after it goes on in a new ``text`` block, which the upstream's
+    ``content_block_stop`` for the block stops; every later upstream block ``index`` is moved past the
+    blocks inserted. Pieces go out while the input sent stays a prefix of one strict JSON object (what the
+    anthropic SDK reads at every delta, ``_JsonPrefix``); from a character that would break that, the rest
+    is held and goes out when the call ends (its arguments then are exactly the deltas joined). A call
+    abandoned after its start (``StreamScrubber.take_events``) is stopped with the input sent, and what its
+    block gives without the option follows (the call whole, nothing, or its text), so the text is the
+    option off's; ``abandoned`` counts them. ``stop_reason`` is ``"tool_use"`` when any call went out, an
+    abandoned one included.
+
     Every other event, and every event that needs no change, comes back as the very same object
     (``[event]``); with ``has_tools=False`` all do. ``close()`` ends a stream that stopped before its
     ``message_delta``: held tails, then the calls. Inputs are never mutated.
@@ -144,6 +163,12 @@ class MessagesRecovery(EventMachine):
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
         super().__init__(native, has_tools, options, convert_tools)  # its indexes: content block indexes
         self._blocks: dict[int, TextPart] = {}  # text blocks by index
+        # stream_arguments: upstream block index -> the one sent; a text block's open block as sent (None while a
+        # call or nothing came last); how many blocks were inserted; the call streaming (index, reader, sent)
+        self._moves: dict[int, int] | None = {} if self.options.stream_arguments else None
+        self._open: dict[int, int | None] = {}
+        self._inserted = 0
+        self._tool: tuple[int, _JsonPrefix, list[str]] | None = None
 
     def push(self, event: dict) -> list:
         """Take the next event; return the events to send in its place (maybe none)."""
@@ -153,6 +178,8 @@ class MessagesRecovery(EventMachine):
             return [event]
         kind = event.get("type")
         index = event.get("index")
+        if self._moves is not None:
+            return self._streamed(event, kind, index)
         if kind in ("message_delta", "message_stop"):
             before = self._end()
             if not before and not self.recovered:
@@ -197,6 +224,9 @@ class MessagesRecovery(EventMachine):
         """End a stream that stopped before its ``message_delta``: the held tails, then the calls."""
         if not self.has_tools or self._ended:
             return []
+        if self._moves is not None:
+            self._ended = True
+            return self._flush_streamed()
         return self._end()
 
     def _end(self) -> list:
@@ -222,14 +252,278 @@ class MessagesRecovery(EventMachine):
             ]
         return out
 
+    # -- stream_arguments -----------------------------------------------------------------------------
+
+    def _streamed(self, event: dict, kind, index) -> list:
+        """``push`` with ``stream_arguments``: calls go out in their place (see the class doc)."""
+        assert self._moves is not None
+        if kind in ("message_delta", "message_stop"):
+            self._ended = True
+            tails = self._flush_streamed()
+            delta = event.get("delta")
+            if kind == "message_delta" and (self.recovered or self.abandoned) and isinstance(delta, dict):
+                event = {**event, "delta": {**delta, "stop_reason": "tool_use"}}
+            return [*tails, event]
+        if type(index) is not int:
+            return [event]
+        if kind == "content_block_start":
+            moved = self._moves[index] = index + self._inserted
+            self._last = max(self._last, moved)
+            block = event.get("content_block")
+            new = event if moved == index else {**event, "index": moved}
+            if not isinstance(block, dict):
+                return [new]
+            if block.get("type") == "tool_use":
+                self._structured.add(index)
+            elif block.get("type") == "text" and isinstance(block.get("text"), str) and index not in self._blocks:
+                created = self._blocks[index] = TextPart(self.options)
+                self._open[index] = moved
+                if block["text"]:  # its text goes out as deltas, calls in their place
+                    started = [{**new, "content_block": {**block, "text": ""}}]
+                    self._send(index, self._steps(created, block["text"]), started)
+                    return started
+            return [new]
+        part = self._blocks.get(index)
+        if part is None:  # another block's event
+            moved = self._moves.get(index, index + self._inserted)
+            return [event if moved == index else {**event, "index": moved}]
+        out: list[dict] = []
+        if kind == "content_block_stop":
+            if not part.done:
+                self._send(index, self._steps(part, None), out)
+            at = self._open[index]
+            if at is not None:
+                out.append(event if at == index else {**event, "index": at})
+            return out
+        delta = event.get("delta")
+        if (
+            kind == "content_block_delta"
+            and not part.done
+            and isinstance(delta, dict)
+            and delta.get("type") == "text_delta"
+            and isinstance(delta.get("text"), str)
+        ):
+            steps = self._steps(part, delta["text"])
+            at = self._open[index]
+            if at is not None and steps == [("text", delta["text"])]:
+                return [event if at == index else {**event, "index": at}]
+            self._send(index, steps, out)
+            return out
+        at = self._open[index]
+        if at is None:  # other content (citations …) after a call: in a text block of its own
+            at = self._reopen(index, out)
+        out.append(event if at == index else {**event, "index": at})
+        return out
+
+    def _send(self, index: int, steps: list, out: list) -> None:
+        """The events of ``steps`` (``EventMachine._steps``) of text block ``index``: text in its open block (a
+        new one after a call), a call after the block, which is stopped first. A streamed call's pieces go out
+        while they keep its input a prefix of strict JSON (``_JsonPrefix``); the rest, if it ends, when it ends."""
+        for step in steps:
+            kind = step[0]
+            if kind == "text":
+                at = self._open[index]
+                if at is None:
+                    at = self._reopen(index, out)
+                out.append(_text_delta(at, step[1]))
+            elif kind == "piece":
+                assert self._tool is not None
+                at, reader, sent = self._tool
+                good = step[1][: reader.take(step[1])]
+                if good:
+                    sent.append(good)
+                    out.append(_json_delta(at, good))
+            elif kind in ("end", "abandon"):
+                assert self._tool is not None
+                at, reader, sent = self._tool
+                self._tool = None
+                rest = step[1].arguments[len("".join(sent)) :] if kind == "end" else ""
+                if rest:
+                    out.append(_json_delta(at, rest))
+                out.append({"type": "content_block_stop", "index": at})
+            else:  # a call starts, or comes whole: the text block so far is stopped
+                at = self._open[index]
+                if at is not None:
+                    out.append({"type": "content_block_stop", "index": at})
+                    self._open[index] = None
+                self._last += 1
+                self._inserted += 1
+                if kind == "call":
+                    block = tool_use_block(step[1])
+                    out += [
+                        {"type": "content_block_start", "index": self._last, "content_block": {**block, "input": {}}},
+                        _json_delta(self._last, step[1].arguments),
+                        {"type": "content_block_stop", "index": self._last},
+                    ]
+                else:
+                    block = {"type": "tool_use", "id": fresh_id("toolu_"), "name": step[2], "input": {}}
+                    self._tool = (self._last, _JsonPrefix(), [])
+                    out.append({"type": "content_block_start", "index": self._last, "content_block": block})
+
+    def _reopen(self, index: int, out: list) -> int:
+        """A new text block for what text block ``index`` says after a call, after the last block sent; its index."""
+        self._last += 1
+        self._inserted += 1
+        self._open[index] = self._last
+        out.append({"type": "content_block_start", "index": self._last, "content_block": {"type": "text", "text": ""}})
+        return self._last
+
+    def _flush_streamed(self) -> list:
+        """The end of the message: every text block not stopped yet is flushed (its tail, its calls)."""
+        out: list[dict] = []
+        for index, part in sorted(self._blocks.items()):
+            if not part.done:
+                self._send(index, self._steps(part, None), out)
+        return out
+
 
 def _text_delta(index: int, text: str) -> dict:
     return {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}
 
 
+def _json_delta(index: int, partial_json: str) -> dict:
+    return {
+        "type": "content_block_delta",
+        "index": index,
+        "delta": {"type": "input_json_delta", "partial_json": partial_json},
+    }
+
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_STRING_STOP = re.compile(r'["\\\x00-\x1f]')  # where a string's plain run of characters stops
+_LITERALS = {"t": "rue", "f": "alse", "n": "ull"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+class _JsonPrefix:
+    """Reads a text in pieces: how much of each keeps all read a prefix of one strict JSON object (RFC 8259: no
+    ``NaN``, trailing comma or single quote; a surrogate escape paired), what a client's partial JSON reader
+    (the anthropic SDK's, at every ``input_json_delta``) takes. After a character that is not, nothing is."""
+
+    __slots__ = ("stack", "state", "token", "key", "high")
+
+    def __init__(self) -> None:
+        self.stack: list[str] = []  # the open containers' closers
+        self.state = "start"
+        self.token = ""  # a number or the rest of a literal; a \\u escape's hex digits
+        self.key = False  # the string read is a key
+        self.high = False  # a high surrogate escape was read: its low one must follow
+
+    def take(self, piece: str) -> int:
+        """Read ``piece``: the length of its prefix that keeps all read a prefix of a JSON object."""
+        i = 0
+        while i < len(piece):
+            if self.state == "string" and not self.high:
+                stop = _STRING_STOP.search(piece, i)
+                if stop is None:
+                    break
+                i = stop.start()
+            if not self._char(piece[i]):
+                self.state = "broken"
+                return i
+            i += 1
+        return len(piece)
+
+    def _char(self, c: str) -> bool:
+        state = self.state
+        if state == "string":
+            if self.high:
+                if c != "\\":
+                    return False
+            elif c == '"':
+                self.state = "colon" if self.key else "after"
+                return True
+            self.state = "escape" if c == "\\" else "string"
+            return c == "\\"  # (any other character of a string was read by take)
+        if state == "escape":
+            if c == "u":
+                self.state, self.token = "hex", ""
+                return True
+            self.state = "string"
+            return not self.high and c in '"\\/bfnrt'
+        if state == "hex":
+            if c not in _HEX:
+                return False
+            self.token += c
+            if len(self.token) == 4:
+                code = int(self.token, 16)
+                low = 0xDC00 <= code <= 0xDFFF
+                if low != self.high:
+                    return False
+                self.high = 0xD800 <= code <= 0xDBFF
+                self.state = "string"
+            return True
+        if state == "number":
+            if c in "0123456789+-.eE":
+                self.token += c
+                return bool(_NUMBER.fullmatch(self.token) or _NUMBER.fullmatch(self.token + "0"))
+            if not _NUMBER.fullmatch(self.token):
+                return False
+            self.state = "after"
+            return self._char(c)
+        if state == "literal":
+            if c != self.token[0]:
+                return False
+            self.token = self.token[1:]
+            if not self.token:
+                self.state = "after"
+            return True
+        if c in " \t\n\r":
+            return state != "broken"
+        if state == "start":
+            return self._open(c) if c == "{" else False
+        if state in ("value", "first_value"):
+            if c == "]" and state == "first_value":
+                return self._close(c)
+            return self._value(c)
+        if state in ("key", "first_key"):
+            if c == "}" and state == "first_key":
+                return self._close(c)
+            if c != '"':
+                return False
+            self.state, self.key = "string", True
+            return True
+        if state == "colon":
+            if c != ":":
+                return False
+            self.state = "value"
+            return True
+        if state == "after":
+            if c == ",":
+                self.state = "key" if self.stack[-1] == "}" else "value"
+                return True
+            return self._close(c)
+        return False  # the object has ended, or the text broke earlier
+
+    def _value(self, c: str) -> bool:
+        if c == '"':
+            self.state, self.key = "string", False
+        elif c in "{[":
+            return self._open(c)
+        elif c == "-" or "0" <= c <= "9":
+            self.state, self.token = "number", c
+        elif c in _LITERALS:
+            self.state, self.token = "literal", _LITERALS[c]
+        else:
+            return False
+        return True
+
+    def _open(self, c: str) -> bool:
+        self.stack.append("}" if c == "{" else "]")
+        self.state = "first_key" if c == "{" else "first_value"
+        return True
+
+    def _close(self, c: str) -> bool:
+        if not self.stack or c != self.stack[-1]:
+            return False
+        self.stack.pop()
+        self.state = "after" if self.stack else "end"
+        return True
+
+
 class MessagesSSERecovery(EventRecovery):
     """A streamed Messages answer's raw SSE bytes, in any splits: ``feed(bytes) -> bytes``, ``close()``,
-    ``incomplete``, ``recovered`` (as ``SSERecovery``). Each complete event goes through a
+    ``incomplete``, ``recovered``, ``abandoned`` (as ``SSERecovery``). Each complete event goes through a
     ``MessagesRecovery``; those it leaves alone go out byte for byte; new and rewritten events are
     ``event: TYPE`` + one compact ``data:`` line. ``max_event`` as ``SSERecovery``'s."""
 

@@ -279,22 +279,21 @@ def _items_count(key: str, kinds: frozenset):
 
 class _Api:
     """How the proxy recovers one path: reading its request's tools (chat-shaped ones out), the options
-    for them, its SSE recovery, its body recovery, the count of calls in a body, and whether its SSE
-    recovery can stream call arguments (``stream_arguments``) and count calls by dialect (``tally``)."""
+    for them, its SSE recovery (each streams call arguments with ``stream_arguments``), its body recovery,
+    the count of calls in a body, and whether its recoveries count calls by dialect (``tally``)."""
 
-    __slots__ = ("tools", "formats", "sse", "body", "count", "streams", "tallies")
+    __slots__ = ("tools", "formats", "sse", "body", "count", "tallies")
 
-    def __init__(self, tools, formats, sse, body, count, streams=False) -> None:
+    def __init__(self, tools, formats, sse, body, count, tallies=False) -> None:
         self.tools, self.formats, self.sse, self.body, self.count = tools, formats, sse, body, count
-        self.streams = streams
-        self.tallies = streams  # its recoveries count calls by dialect (chat completions)
+        self.tallies = tallies  # its recoveries count calls by dialect (chat completions)
 
     def options(self, tools: list, stream_arguments: bool = False) -> Options:
         return Options(tools=tools, formats=self.formats, stream_arguments=stream_arguments)
 
 
 _APIS = {
-    CHAT_PATH: _Api(chat_tools, None, SSERecovery, recover_response_bytes, _call_count, streams=True),
+    CHAT_PATH: _Api(chat_tools, None, SSERecovery, recover_response_bytes, _call_count, tallies=True),
     RESPONSES_PATH: _Api(
         responses_api.convert_tools,
         FORMATS,
@@ -681,13 +680,12 @@ class _Proxy:
         if recover and content_type.startswith("text/event-stream"):
             assert api is not None and tools is not None
             headers.popall("Content-Length", None)
-            pieces = self.stream_arguments and api.streams
-            options = api.options(tools, stream_arguments=pieces)
+            options = api.options(tools, stream_arguments=self.stream_arguments)
             recovery = api.sse(native=self.native, has_tools=True, max_event=self.max_event, options=options)
             response = web.StreamResponse(status=200, headers=headers)
             ex.body = "sse"
             how = await self._pump(request, response, upstream, [], ex, recovery)
-            abandoned = f" abandoned={recovery.abandoned}" if pieces else ""
+            abandoned = f" abandoned={recovery.abandoned}" if self.stream_arguments else ""
             ex.how = f"sse recovered={recovery.recovered}{abandoned}{how}"
             return response
         if recover and "json" in content_type:
@@ -788,7 +786,7 @@ class _Proxy:
             if recovery is not None:
                 ex.calls = recovery.recovered
                 ex.tally = getattr(recovery, "tally", None)  # chat completions' SSERecovery
-                ex.abandoned = getattr(recovery, "abandoned", 0)
+                ex.abandoned = recovery.abandoned
         return ""
 
     def _broke_off(self, request, ex: _Exchange, why) -> str:
@@ -820,8 +818,9 @@ def create_app(
     may stay silent, before its answer (then 504) or within it (then the answer is cut off).
     ``body_timeout``: seconds a client has to send its whole request body (then 408, and the
     connection is closed). ``max_event``: ``SSERecovery``'s cap on one held event. ``stream_arguments``:
-    streamed chat completions send a text call's arguments in pieces as the model writes them
-    (``ChunkRecovery``); each request's log line then counts the calls abandoned after their start went out.
+    streamed answers (chat completions, Responses, Messages) send a text call's arguments in pieces as the
+    model writes them (``ChunkRecovery``, ``ResponsesRecovery``, ``MessagesRecovery``); each request's log line
+    then counts the calls abandoned after their start went out.
     ``metrics_path``, ``health_path``: the paths of the proxy's metrics and health answers (GET and
     HEAD; other methods 405), or None to relay that path like any other. ``metrics``: the
     ``textcalls.metrics.Metrics`` it counts in (default: its own); apps given the same one report together.

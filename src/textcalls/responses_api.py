@@ -9,6 +9,9 @@ every part are appended, in order, as ``function_call`` items after the response
 cannot take back text it has sent, and a whole response is scrubbed alike so that both give the same result.
 ``tools`` is the request's ``tools`` in the Responses shape (``{"type": "function", "name", "parameters"}``);
 its function tools are the ones offered (``responses_tools``), the other kinds left out.
+
+With ``stream_arguments=True`` a stream sends each call in its place instead, its arguments in pieces as the
+model writes them (``ResponsesRecovery``); a whole response takes the option and is recovered as without it.
 """
 
 from __future__ import annotations
@@ -84,7 +87,8 @@ def recover_responses(response: dict, *, native: bool, has_tools: bool, **option
     removed, the whitespace around it kept); recovered calls are appended to ``output`` as completed
     ``function_call`` items. ``usage``, ``status`` and every other field stay. The input is never mutated;
     the very same object comes back when nothing changes (always with ``has_tools=False``). ``options`` are
-    ``parse``'s, ``tools`` in the Responses shape (or ``options=`` an ``Options``, its tools chat-shaped).
+    ``parse``'s, ``tools`` in the Responses shape (or ``options=`` an ``Options``, its tools chat-shaped);
+    ``stream_arguments`` changes nothing here.
     """
     output, opts = answer_entries(response, "response", "output", native, has_tools, options, convert_tools)
     if output is None:
@@ -137,6 +141,21 @@ class ResponsesRecovery(EventMachine):
     - ``sequence_number``: every event sent after an inserted or dropped one is renumbered, so the numbers
       stay consecutive as the upstream's were.
 
+    With ``stream_arguments=True`` each call goes out in its place instead, as the model writes it. When a
+    call starts (and the gate allows, with the structured calls seen so far: a call written before the
+    response's structured call goes out), the message item it is written in is done as it stands (its open
+    part's ``output_text.done`` and ``content_part.done``, then ``output_item.done``), and the call follows as
+    a ``function_call`` item of its own: added ``in_progress`` with ``arguments`` ``""``, a
+    ``response.function_call_arguments.delta`` per piece, ``function_call_arguments.done``, done. A call
+    without events (an array of calls, other dialects' XML …) comes whole in its place. Text after it goes on
+    in a new message item (a fresh ``msg_`` id, its parts numbered from 0) that the upstream's done events for
+    the item close; text an upstream delta brings after a call it also starts is placed as ``_steps`` says.
+    Every later upstream ``output_index`` is moved past the items inserted. A call abandoned after its start
+    (``StreamScrubber.take_events``) is done with the arguments sent and ``status`` ``"incomplete"``, and
+    what its block gives without the option follows (the call whole, nothing, or its text), so the text is
+    the option off's; ``abandoned`` counts them. The final ``response.output`` holds the items as they went
+    out.
+
     Every other event, and every event that needs no change, comes back as the very same object
     (``[event]``); with ``has_tools=False`` all do. ``close()`` ends a stream that stopped before its
     final event: held tails, then the calls. Inputs are never mutated.
@@ -147,6 +166,12 @@ class ResponsesRecovery(EventMachine):
         self._parts: dict[tuple[int, int], TextPart] = {}
         self._shift = 0  # added to the upstream's sequence numbers
         self._seq: int | None = None  # the last sequence number sent
+        # stream_arguments: upstream message items by output_index, the upstream index -> the one sent, and
+        # how many items were inserted (calls, the messages that go on after them); _last: the highest sent
+        self._messages: dict[int, _Message] | None = {} if self.options.stream_arguments else None
+        self._moves: dict[int, int] = {}
+        self._inserted = 0
+        self._call: tuple[dict, int, list[str]] | None = None  # the call streaming: its item, index, pieces
 
     def push(self, event: dict) -> list:
         """Take the next event; return the events to send in its place (maybe none)."""
@@ -159,6 +184,8 @@ class ResponsesRecovery(EventMachine):
         new: dict | None = event
         if self._ended:
             pass
+        elif self._messages is not None:
+            new = self._streamed(event, kind, before)
         elif kind == "response.output_text.delta":
             part = self._part(event, create=True)
             delta = event.get("delta")
@@ -184,9 +211,13 @@ class ResponsesRecovery(EventMachine):
         """End a stream that stopped before its final event: the held tails, then the recovered calls."""
         out: list[dict] = []
         if self.has_tools and not self._ended:
-            self._flush_all(out)
-            for item in self._call_items():
-                out += self._call_events(item)
+            if self._messages is not None:
+                self._flush_streamed(out)
+            else:
+                self._flush_all(out)
+                for item in self._call_items():
+                    self._last += 1
+                    out += self._call_events(item, self._last)
             self._ended = True
         for event in out:
             if self._seq is not None:
@@ -251,7 +282,8 @@ class ResponsesRecovery(EventMachine):
             self._last = max(self._last, len(output) - 1)
         items = self._call_items()
         for item in items:
-            before += self._call_events(item)
+            self._last += 1
+            before += self._call_events(item, self._last)
         if not isinstance(output, list):
             return event
         new_output = [self._texts(item, i) if isinstance(item, dict) else item for i, item in enumerate(output)]
@@ -302,9 +334,9 @@ class ResponsesRecovery(EventMachine):
         """The in-progress ``function_call`` items of the recovered calls the gate lets through."""
         return [function_call_item(call, status="in_progress") for call in self._gated_calls(self._parts)]
 
-    def _call_events(self, item: dict) -> list:
-        self._last += 1
-        index = self._last
+    @staticmethod
+    def _call_events(item: dict, index: int) -> list:
+        """A whole call's events: its item (``in_progress``) added at ``index``, its arguments in one delta, done."""
         arguments = item["arguments"]
         ref = {"item_id": item["id"], "output_index": index}
         return [
@@ -313,6 +345,240 @@ class ResponsesRecovery(EventMachine):
             {"type": "response.function_call_arguments.done", **ref, "arguments": arguments},
             {"type": "response.output_item.done", "output_index": index, "item": {**item, "status": "completed"}},
         ]
+
+    # -- stream_arguments -----------------------------------------------------------------------------
+
+    def _streamed(self, event: dict, kind, before: list) -> dict | None:
+        """``push`` with ``stream_arguments`` (calls go out in their place: see the class doc): ``before`` gets
+        the events to send first; returns the event to send then (``event`` itself when unchanged; None: none)."""
+        if kind in _FINAL:
+            return self._streamed_final(event, before)
+        at = event.get("output_index")
+        if not _is_index(at):
+            return event
+        assert self._messages is not None
+        if kind == "response.output_item.added":
+            moved = self._moves[at] = at + self._inserted
+            self._last = max(self._last, moved)
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") in CALL_ITEMS:
+                self._structured.add(at)
+            elif isinstance(item, dict) and item.get("type") == "message":
+                self._messages[at] = _Message(item, moved)
+            return event if moved == at else {**event, "output_index": moved}
+        m = self._messages.get(at)
+        if m is None and kind == "response.output_text.delta":  # a message never added: read all the same
+            moved = self._moves.setdefault(at, at + self._inserted)
+            self._last = max(self._last, moved)
+            m = self._messages[at] = _Message(_message_item(event.get("item_id")), moved)
+        if m is None:  # another item's event
+            moved = self._moves.get(at, at + self._inserted)
+            return event if moved == at else {**event, "output_index": moved}
+        ci = event.get("content_index")
+        if kind == "response.output_item.done":
+            for (index, c), held in sorted(self._parts.items()):
+                if index == at and not held.done:
+                    self._send(m, c, self._steps(held, None), before)
+            item = event.get("item")
+            if m.at is None:
+                return None  # a call or nothing came last: its segments are done
+            if not m.out:  # never split: its texts, as without the option
+                new_item = self._texts(item, at) if isinstance(item, dict) else item
+                return self._moved(m, event if new_item is item else {**event, "item": new_item})
+            segment = self._segment(m, item if isinstance(item, dict) else m.item)
+            m.out.append(segment)
+            new = {**event, "output_index": m.at, "item": segment}
+            m.at = None
+            return new
+        if not _is_index(ci):
+            return event if m.at is None else self._moved(m, event)
+        if kind == "response.output_text.delta":
+            part = self._part(event, create=True)
+            delta = event.get("delta")
+            if part is None or part.done or not isinstance(delta, str):
+                return event if m.at is None else self._moved(m, event)
+            steps = self._steps(part, delta)
+            if m.at is not None and steps == [("text", delta)]:
+                m.texts[ci] = m.texts.get(ci, "") + delta
+                return self._moved(m, event)
+            self._send(m, ci, steps, before)
+            return None
+        if kind in ("response.output_text.done", "response.content_part.done"):
+            part = self._part(event)
+            if part is not None and not part.done:
+                self._send(m, ci, self._steps(part, None), before)
+            if m.at is None or ci < m.base:
+                return None  # its segment has ended: its done events went out then
+            m.closed.add(ci)
+            text = m.texts.get(ci)  # (None: a part never fed, as it came)
+            body = event.get("part")
+            new = event
+            if kind == "response.output_text.done" and text is not None and event.get("text") != text:
+                new = {**event, "text": text}
+            elif isinstance(body, dict) and body.get("type") == "output_text":
+                if text is not None and body.get("text") != text:
+                    new = {**event, "part": {**body, "text": text}}
+                m.parts[ci] = new["part"]
+            return self._moved(m, new)
+        if m.at is None:  # content after a call (a part, annotations …): in a message item of its own
+            self._reopen(m, ci, before, with_part=False)
+        if kind != "response.content_part.added":
+            return self._moved(m, event)
+        body = event.get("part")
+        if not isinstance(body, dict):
+            return self._moved(m, event)
+        added = body.get("text") if body.get("type") == "output_text" else None
+        if not isinstance(added, str) or not added:
+            m.parts[ci] = body
+            return self._moved(m, event)
+        m.parts[ci] = {**body, "text": ""}  # its text goes out as deltas, calls in their place
+        before.append(self._moved(m, {**event, "part": m.parts[ci]}))
+        part = self._part(event, create=True)
+        assert part is not None
+        self._send(m, ci, self._steps(part, added), before)
+        return None
+
+    @staticmethod
+    def _moved(m: _Message, event: dict) -> dict:
+        """``event`` of ``m``'s open segment with its output_index, item_id and content_index as sent."""
+        assert m.at is not None
+        new = event
+        if event.get("output_index") != m.at:
+            new = {**new, "output_index": m.at}
+        if "item_id" in event and event["item_id"] != m.id:
+            new = {**new, "item_id": m.id}
+        ci = event.get("content_index")
+        if m.base and _is_index(ci):
+            new = {**new, "content_index": ci - m.base}
+        return new
+
+    def _send(self, m: _Message, ci: int, steps: list, out: list) -> None:
+        """The events of ``steps`` (``EventMachine._steps``) of ``m``'s part ``ci``: text in its open segment (a
+        new one after a call), a call after the segment, which is closed first."""
+        for step in steps:
+            kind = step[0]
+            if kind == "text":
+                at = self._reopen(m, ci, out, with_part=True) if m.at is None else m.at
+                m.texts[ci] = m.texts.get(ci, "") + step[1]
+                out.append(_text_delta(m.id, at, ci - m.base, step[1]))
+            elif kind == "piece":
+                assert self._call is not None
+                item, index, pieces = self._call
+                pieces.append(step[1])
+                ref = {"item_id": item["id"], "output_index": index}
+                out.append({"type": "response.function_call_arguments.delta", **ref, "delta": step[1]})
+            elif kind in ("end", "abandon"):
+                assert self._call is not None
+                item, index, pieces = self._call
+                self._call = None
+                arguments = "".join(pieces)
+                done = {**item, "arguments": arguments, "status": "completed" if kind == "end" else "incomplete"}
+                m.out.append(done)
+                ref = {"item_id": item["id"], "output_index": index}
+                out += [
+                    {"type": "response.function_call_arguments.done", **ref, "arguments": arguments},
+                    {"type": "response.output_item.done", "output_index": index, "item": done},
+                ]
+            else:  # a call starts, or comes whole: the segment so far is done
+                if m.at is not None:
+                    self._close(m, out)
+                self._last += 1
+                self._inserted += 1
+                if kind == "call":
+                    events = self._call_events(function_call_item(step[1], status="in_progress"), self._last)
+                    m.out.append(events[-1]["item"])
+                    out += events
+                else:
+                    item = {
+                        "id": fresh_id("fc_"),
+                        "type": "function_call",
+                        "status": "in_progress",
+                        "arguments": "",
+                        "call_id": step[1],
+                        "name": step[2],
+                    }
+                    self._call = (item, self._last, [])
+                    out.append({"type": "response.output_item.added", "output_index": self._last, "item": item})
+
+    def _close(self, m: _Message, out: list) -> None:
+        """End ``m``'s open segment as it stands: its parts' done events (those not sent yet), its item's."""
+        assert m.at is not None
+        for ci in sorted(m.parts.keys() | m.texts.keys()):
+            if ci < m.base or ci in m.closed:
+                continue
+            ref = {"item_id": m.id, "output_index": m.at, "content_index": ci - m.base}
+            part = m.parts.get(ci, _EMPTY_TEXT)
+            if part.get("type") == "output_text":
+                text = m.texts.get(ci, "")
+                out.append({"type": "response.output_text.done", **ref, "text": text, "logprobs": []})
+                part = m.parts[ci] = {**part, "text": text}
+            out.append({"type": "response.content_part.done", **ref, "part": part})
+        segment = self._segment(m, {**m.item, "status": "completed"})
+        m.out.append(segment)
+        out.append({"type": "response.output_item.done", "output_index": m.at, "item": segment})
+        m.at = None
+
+    def _reopen(self, m: _Message, ci: int, out: list, *, with_part: bool) -> int:
+        """Open a new segment of ``m`` from its part ``ci``: a message item added after the last one sent (and a
+        first, empty, ``output_text`` part); its output_index."""
+        self._last += 1
+        self._inserted += 1
+        m.at, m.id, m.base = self._last, fresh_id("msg_"), ci
+        m.parts, m.texts, m.closed = {}, {}, set()
+        item = {**m.item, "id": m.id, "status": "in_progress", "content": []}
+        out.append({"type": "response.output_item.added", "output_index": m.at, "item": item})
+        if with_part:
+            m.parts[ci] = dict(_EMPTY_TEXT)
+            ref = {"item_id": m.id, "output_index": m.at, "content_index": 0}
+            out.append({"type": "response.content_part.added", **ref, "part": dict(_EMPTY_TEXT)})
+        return self._last
+
+    @staticmethod
+    def _segment(m: _Message, item: dict) -> dict:
+        """``item`` (``m``'s, as done upstream or as added) as ``m``'s open segment: its id and the parts from
+        the segment's first, each ``output_text`` with the text the segment sent."""
+        content = item.get("content")
+        bodies = dict(enumerate(content)) if isinstance(content, list) else {}
+        parts = []
+        for ci in sorted(bodies.keys() | m.parts.keys() | m.texts.keys()):
+            if ci < m.base:
+                continue
+            body = bodies.get(ci, m.parts.get(ci, _EMPTY_TEXT))
+            if isinstance(body, dict) and body.get("type") == "output_text" and ci in m.texts:
+                body = {**body, "text": m.texts[ci]}
+            parts.append(body)
+        return {**item, "id": m.id, "content": parts}
+
+    def _flush_streamed(self, out: list) -> None:
+        """Flush every part not flushed yet, in order (the end of the response)."""
+        assert self._messages is not None
+        for (at, ci), part in sorted(self._parts.items()):
+            if not part.done:
+                self._send(self._messages[at], ci, self._steps(part, None), out)
+
+    def _streamed_final(self, event: dict, before: list) -> dict:
+        """``response.completed`` (…) with ``stream_arguments``: held tails and calls first; the ``output`` as
+        sent (split messages replaced by the items they became)."""
+        self._ended = True
+        self._flush_streamed(before)
+        response = event.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        if not isinstance(output, list):
+            return event
+        assert self._messages is not None
+        new_output: list = []
+        for i, item in enumerate(output):
+            m = self._messages.get(i)
+            if m is not None and m.out:
+                new_output += m.out
+                if m.at is not None and isinstance(item, dict):
+                    new_output.append(self._segment(m, item))
+            else:
+                new_output.append(self._texts(item, i) if isinstance(item, dict) else item)
+        if len(new_output) == len(output) and all(a is b for a, b in zip(new_output, output, strict=True)):
+            return event
+        assert isinstance(response, dict)
+        return {**event, "response": {**response, "output": new_output}}
 
     def _number(self, event: dict, before: list, new: dict | None) -> list:
         """``before`` and ``new`` (None: dropped) with their sequence numbers; ``[event]`` if nothing changed."""
@@ -344,9 +610,43 @@ def _is_index(value) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+#: An empty ``output_text`` part, as a message item's part is added.
+_EMPTY_TEXT = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+
+
+def _message_item(item_id: object) -> dict:
+    """A message item as added, for one whose ``output_item.added`` never came."""
+    return {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+
+
+def _text_delta(item_id: object, output_index: int, content_index: int, text: str) -> dict:
+    ref = {"item_id": item_id, "output_index": output_index, "content_index": content_index}
+    return {"type": "response.output_text.delta", **ref, "delta": text, "logprobs": []}
+
+
+class _Message:
+    """``stream_arguments``: an upstream ``message`` item, which calls sent in its place split into segments,
+    each a message item of its own. The open segment: its output_index as sent (None while a call or nothing
+    follows the last one), id (the upstream's, then fresh ``msg_`` ones), first part's upstream content_index,
+    parts and texts sent by upstream content_index, parts whose done events went out; and the items, done,
+    that it became before it (segments, calls), none while it was never split."""
+
+    __slots__ = ("item", "at", "id", "base", "parts", "texts", "closed", "out")
+
+    def __init__(self, item: dict, at: int) -> None:
+        self.item = item
+        self.at: int | None = at
+        self.id = item.get("id")
+        self.base = 0
+        self.parts: dict[int, dict] = {}
+        self.texts: dict[int, str] = {}
+        self.closed: set[int] = set()
+        self.out: list[dict] = []
+
+
 class ResponsesSSERecovery(EventRecovery):
     """A streamed Responses answer's raw SSE bytes, in any splits: ``feed(bytes) -> bytes``, ``close()``,
-    ``incomplete``, ``recovered`` (as ``SSERecovery``). Each complete event goes through a
+    ``incomplete``, ``recovered``, ``abandoned`` (as ``SSERecovery``). Each complete event goes through a
     ``ResponsesRecovery``; those it leaves alone go out byte for byte; new and rewritten events are
     ``event: TYPE`` + one compact ``data:`` line. ``max_event`` as ``SSERecovery``'s."""
 
