@@ -147,7 +147,7 @@ class ResponsesRecovery(EventMachine):
     part's ``output_text.done`` and ``content_part.done``, then ``output_item.done``), and the call follows as
     a ``function_call`` item of its own: added ``in_progress`` with ``arguments`` ``""``, a
     ``response.function_call_arguments.delta`` per piece, ``function_call_arguments.done``, done. A call
-    without events (an array of calls, other dialects' XML …) comes whole in its place. Text after it goes on
+    without events (an array of calls, a pythonic or Gemma call) comes whole in its place. Text after it goes on
     in a new message item (a fresh ``msg_`` id, its parts numbered from 0) that the upstream's done events for
     the item close; text an upstream delta brings after a call it also starts is placed as ``_steps`` says.
     Every later upstream ``output_index`` is moved past the items inserted. A call abandoned after its start
