@@ -452,3 +452,27 @@ def test_the_host_integrations_refuse_the_option():
     with pytest.raises(ValueError, match="stream_arguments"):
         _hosts.check_options({"stream_arguments": True})
     _hosts.check_options({"stream_arguments": False})  # the default, given: fine
+
+
+def test_the_sdks_stream_helper_gets_argument_deltas_through_the_proxy(impl, streaming_proxy):
+    from openai.lib.streaming.chat import ContentDeltaEvent, FunctionToolCallArgumentsDeltaEvent
+
+    from .gateway_support.upstream import LONG
+
+    arguments = json.dumps(json.loads(LONG[LONG.index("{") : LONG.rindex("}") + 1])["arguments"])
+    with streaming_proxy.chat.completions.stream(
+        model="long", messages=[{"role": "user", "content": "write"}], tools=[WRITE_FILE], seed=3
+    ) as stream:
+        events = list(stream)
+        final = stream.get_final_completion()
+    deltas = [e for e in events if isinstance(e, FunctionToolCallArgumentsDeltaEvent)]
+    # the arguments came as deltas of the one call (index 0, name write_file), each one's snapshot growing
+    assert len(deltas) > len(arguments) // 80 and {(e.index, e.name) for e in deltas} == {(0, "write_file")}
+    assert "".join(e.arguments_delta for e in deltas) == deltas[-1].arguments == arguments
+    assert "".join(e.delta for e in events if isinstance(e, ContentDeltaEvent)) == "Writing it.\n"
+    ((call),) = final.choices[0].message.tool_calls
+    assert (call.function.name, call.function.arguments, final.choices[0].finish_reason) == (
+        "write_file",
+        arguments,
+        "tool_calls",
+    )
