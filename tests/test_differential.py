@@ -7,11 +7,13 @@ of every grammar, ``<think>`` spans ending in calls or not, bare JSON calls of o
 start (alone, or in one fence) and end, Harmony tokens, prose, CR/CRLF, non-ASCII and lone surrogates;
 random option sets cover ``formats`` (``None``, the defaults, opt-in formats, random subsets, none),
 ``max_block``, ``tools`` (none offered, tools with and without schemas), ``unknown_tools``,
-``calls_in_reasoning``, ``code_fences`` and ``reasoning_started`` (each value given, or the option left out).
-Three layers are compared, each on both implementations (``textcalls._scan.impl`` switched):
+``calls_in_reasoning``, ``code_fences``, ``reasoning_started`` and ``stream_arguments`` (each value given, or the
+option left out). Three layers are compared, each on both implementations (``textcalls._scan.impl`` switched):
 
-- ``StreamScrubber``: per-feed output, reasoning and call counts identical between Cython and the twin for
-  the same split; any split gives the one-feed result; ``parse`` agrees (content, calls, reasoning, removed).
+- ``StreamScrubber``: per-feed output, reasoning, call counts and call events identical between Cython and the
+  twin for the same split; any split gives the one-feed result; ``parse`` agrees (content, calls, reasoning,
+  removed). With ``stream_arguments=True`` the events keep their rules (``event_faults``) and the option
+  changes nothing else (per feed, the same split with the option off); without it there are none.
 - ``recover_stream``: one or two choices interleaved in random deltas (role chunk first, finish last,
   sometimes a structured call or a usage chunk), ``native`` True and False: per choice the content equals
   ``parse``'s, the calls equal ``parse``'s when the gate allows (indexes after the structured ones),
@@ -22,6 +24,10 @@ Three layers are compared, each on both implementations (``textcalls._scan.impl`
 - ``SSERecovery``: the same chunk stream as SSE bytes (LF/CRLF, comments, escaped forms, ``[DONE]``) fed in
   random byte splits, 1-byte splits and splits inside UTF-8 sequences: the same bytes for every split and
   for both implementations (call ids masked), and the events decode to layer 2's chunks.
+
+With ``stream_arguments=True`` layers 2 and 3 also run the option off on the same chunks: what a client rebuilds
+(``rebuild``) equals it once the partial calls left by abandoned ones are taken out (``check_streamed``), and
+the chunks that need no change follow a reference that reads the call events (``reference_streamed``).
 
 Budget (environment): ``TEXTCALLS_FUZZ_SEED`` (any string; default fixed), ``TEXTCALLS_FUZZ_CASES``
 (cases per layer), ``TEXTCALLS_FUZZ_SECONDS`` (seconds for the three layers together: without it the default
@@ -67,7 +73,7 @@ _SECONDS = os.environ.get("TEXTCALLS_FUZZ_SECONDS")
 _CASES = os.environ.get("TEXTCALLS_FUZZ_CASES")
 SHRINK_SECONDS = float(os.environ.get("TEXTCALLS_FUZZ_SHRINK_SECONDS", "20"))
 #: share of the time budget, and default case count, per layer (the defaults take ~50 s on 2 cores)
-LAYERS = {"scrubber": (0.25, 10000), "chunks": (0.35, 2000), "sse": (0.40, 1100)}
+LAYERS = {"scrubber": (0.25, 8500), "chunks": (0.35, 1900), "sse": (0.40, 1000)}
 #: without TEXTCALLS_FUZZ_SECONDS, a safety deadline for the default case counts (seconds, all layers)
 SAFETY_SECONDS = 80.0
 MAX_REPORTS = 6  # distinct failures shrunk and reported per layer
@@ -216,11 +222,13 @@ DS_SEP = "<\uff5ctool\u2581sep\uff5c>"
 
 
 class G:
-    """Generation context: the random source and the case's lone-surrogate kind."""
+    """Generation context: the random source, the case's lone-surrogate kind, and whether its calls stream
+    (``stream_arguments=True``: then values are longer than a piece's lag now and then, and odd now and then)."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.surrogates = rng.choice([HIGH, LOW])
+        self.streamed = False
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
@@ -230,6 +238,8 @@ class G:
 
 
 def _value(g: G, depth: int = 0):
+    if g.streamed and g.chance(0.2):
+        return long_string(g)
     r = g.rng.random()
     if r < 0.25:
         return g.rng.randint(-5, 100)
@@ -252,7 +262,20 @@ def _args(g: G) -> dict:
 
 
 def _dumps(g: G, obj) -> str:
-    return json.dumps(obj, ensure_ascii=g.chance(0.4), separators=g.pick([None, (",", ":"), (", ", ": ")]))
+    text = json.dumps(obj, ensure_ascii=g.chance(0.4), separators=g.pick([None, (",", ":"), (", ", ": ")]))
+    if g.streamed and isinstance(obj, dict) and g.chance(0.1):  # a last member parse reads or writes otherwise
+        text = text[:-1] + (", " if obj else "") + f'"{g.pick(["z", "z", "name"])}": {g.pick(ODD_VALUES)}' + "}"
+    return text
+
+
+#: JSON values ``parse`` writes otherwise (or reads otherwise, or not at all): a call streamed with them is
+#: abandoned; as a last ``"name"`` member of a call object, they rename the call
+ODD_VALUES = ["1e5", "1E2", "-0.0", "0.10", "NaN", "-Infinity", "tru", "01", '"rm"', '"\\ud83d"', "[1,]"]
+
+
+def long_string(g: G) -> str:
+    """A string longer than a piece's lag (``LAG``) now and then: prose, markup, non-ASCII."""
+    return "".join(g.pick(PROSE + STRINGS + UNICODE) for _ in range(g.rng.randint(8, 60)))
 
 
 def json_call(g: G) -> str:
@@ -734,6 +757,8 @@ def _gen_text(g: G, opts: dict) -> str:
         )
     if opts.get("tools") is not None and g.chance(0.25):
         return bare_text(g, opts)
+    if g.streamed and g.chance(0.35):
+        return streamed_text(g, opts)
     r = g.rng.random()
     if r < 0.12:
         return reasoning_text(g, opts)
@@ -743,6 +768,29 @@ def _gen_text(g: G, opts: dict) -> str:
         return prose(g, g.pick([4, 8, 16, 30]))
     n = g.pick([1, 2, 3, 5, 8, 12, 16, 24]) if g.chance(0.98) else g.rng.randint(60, 160)
     return "".join(piece(g) for _ in range(n))
+
+
+#: the grammars of JSON-bodied calls (README, "In a gateway"): their pieces are slices of the text
+JSON_BODIED = {"hermes", "deepseek", "kimi_k2", "function", "mistral", "dsml_toolcall"}
+#: the grammars whose calls stream with ``stream_arguments``: those, with Qwen3-Coder XML or GLM bodies in the
+#: ``hermes`` and ``function`` blocks too, and the blocks of XML calls
+STREAMED = JSON_BODIED | {"qwen3_xml", "minimax_m2", "step3", "dsml"}
+
+
+def streamed_text(g: G, opts: dict) -> str:
+    """Prose and calls, mostly of grammars that stream, some blocks cut short (by the next opener, or the end)."""
+    formats = opts.get("formats")
+    on = [
+        b
+        for b in BLOCKS
+        if b.grammar in STREAMED and (DIALECTS[b.dialect] if formats is None else b.dialect in formats)
+    ]
+    parts = []
+    for _ in range(g.rng.randint(1, 3)):
+        parts.append(prose(g, g.pick([0, 1, 3])))
+        text = block_of(g, g.pick(on), wrap=True) if on and g.chance(0.7) else call_block(g, opts)
+        parts.append(text[: g.rng.randint(1, len(text))] if g.chance(0.1) else text)
+    return "".join(parts) + prose(g, g.pick([0, 2]))
 
 
 def _format_pool() -> tuple:
@@ -796,7 +844,15 @@ def gen_options(g: G) -> dict:
         opts["code_fences"] = g.pick([True, False])
     if STARTED and g.chance(0.16):
         opts["reasoning_started"] = g.chance(0.65)
+    if g.chance(0.45):
+        opts["stream_arguments"] = g.chance(0.6)
+    g.streamed = bool(opts.get("stream_arguments"))
     return opts
+
+
+def plain(opts: dict) -> dict:
+    """``opts`` with ``stream_arguments`` left out: the option off, and the keywords ``parse`` takes."""
+    return {k: v for k, v in opts.items() if k != "stream_arguments"}
 
 
 def near(g: G, opts: dict, texts: list) -> None:
@@ -954,21 +1010,126 @@ def given(opts: dict, shape: int) -> dict:
 
 
 def scrub(mod, deltas: list, opts: dict) -> dict:
-    """Feed ``deltas``; per feed (and the flush): (output, reasoning taken, calls so far)."""
+    """Feed ``deltas``; per feed (and the flush): (output, reasoning taken, calls so far, call events with ids
+    masked); ``events``: per feed, (characters fed so far, the events as taken)."""
     s = mod.StreamScrubber(**given(opts, len(deltas)))
-    feeds = []
-    for d in deltas:
-        out = s.feed(d)
-        feeds.append((out, s.take_reasoning(), len(s.calls)))
-    out = s.flush()
-    feeds.append((out, s.take_reasoning(), len(s.calls)))
+    feeds, events, fed = [], [], 0
+    for d in [*deltas, None]:
+        if d is None:
+            out = s.flush()
+        else:
+            out = s.feed(d)
+            fed += len(d)
+        taken = s.take_events()
+        feeds.append((out, s.take_reasoning(), len(s.calls), [masked(e) for e in taken]))
+        events.append((fed, taken))
     return {
         "feeds": feeds,
         "content": "".join(f[0] for f in feeds),
         "reasoning": "".join(f[1] for f in feeds),
         "calls": [(c.name, c.arguments, mask(c.id)) for c in s.calls],
         "removed": s.removed,
+        "events": events,
+        "abandoned": s.abandoned,
+        "objects": list(s.calls),
     }
+
+
+def masked(event: tuple) -> tuple:
+    """A call event with a fresh id masked (``started`` carries the id)."""
+    return (*event[:2], mask(event[2]), *event[3:]) if event and event[0] == "started" else event
+
+
+#: a streamed call's pieces trail the text fed by at most this many characters (README, the API table)
+LAG = 64
+
+
+def block_grammar(text: str, at: int) -> str | None:
+    """The grammar of the block whose opener comes last before ``at`` (the longest opener there)."""
+    pos, _, grammar = max((text.rfind(b.opener, 0, at), len(b.opener), b.grammar) for b in BLOCKS)
+    return grammar if pos >= 0 else None
+
+
+def event_faults(label: str, run: dict, text: str, streams: bool, impl: str) -> list:
+    """The rules of ``take_events`` (README, the API table's ``StreamScrubber``) that ``run`` breaks. Without
+    ``stream_arguments`` there are no events and ``abandoned`` is 0. With it: per call, ``started``, then
+    ``arguments`` (non-empty pieces), then ``ended`` or ``abandoned``; one call open at a time, none after the
+    flush; an ended call is ``calls[index]``, with that id and name, and its pieces join to its arguments
+    exactly; ``abandoned`` counts the abandoned ones; the pieces never trail the text fed by more than ``LAG``
+    characters (``trail``: calls whose pieces are a slice of the text, the JSON-bodied ones)."""
+
+    def fault(check: str, detail: str) -> Mismatch:
+        return Mismatch(
+            ("scrubber", f"stream_arguments: {check}"), f"{label}: {detail}\n  events: {_short(run['events'])}", impl
+        )
+
+    if not streams:
+        if run["abandoned"] or any(taken for _, taken in run["events"]):
+            return [fault("events without the option", f"abandoned = {run['abandoned']}")]
+        return []
+    started: list = []
+    current = None
+    for step, (_, taken) in enumerate(run["events"]):
+        for e in taken:
+            shape = (e[0], len(e), *map(type, e[1:])) if isinstance(e, tuple) and e else e
+            if shape == ("started", 4, int, str, str) and current is None:
+                current = {"event": e, "step": step, "pieces": [], "fate": None}
+                started.append(current)
+            elif current is None or not isinstance(e, tuple) or e[0] == "started" or e[1:2] != current["event"][1:2]:
+                return [fault("events out of order", f"{e!r} with {current and current['event']!r} open")]
+            elif shape == ("arguments", 3, int, str) and e[2]:
+                current["pieces"].append((step, e[2]))
+            elif shape in (("ended", 2, int), ("abandoned", 2, int)):
+                current["fate"], current["end"], current = e[0], step, None
+            else:
+                return [fault("malformed event", repr(e))]
+    if current is not None:
+        return [fault("a call still open after the flush", repr(current["event"]))]
+    found = []
+    calls = run["objects"]
+    for call in started:
+        _, index, call_id, name = call["event"]
+        joined = "".join(p for _, p in call["pieces"])
+        if call["fate"] == "ended":
+            got = calls[index] if index < len(calls) else None
+            if got is None or (got.name, got.arguments, got.id) != (name, joined, call_id):
+                found.append(
+                    fault(
+                        "an ended call is not calls[index] with its pieces joined",
+                        f"started {call['event']!r}, pieces joined {joined!r}; calls[{index}] = {got!r}",
+                    )
+                )
+        behind = trail(call, joined, run["events"], text)
+        if behind is not None:
+            found.append(fault(f"pieces trail the text fed by more than {LAG}", f"{call['event']!r}: {behind}"))
+    n = sum(call["fate"] == "abandoned" for call in started)
+    if run["abandoned"] != n:
+        found.append(fault(".abandoned != abandoned events", f".abandoned = {run['abandoned']}, events: {n}"))
+    return found
+
+
+def trail(call: dict, joined: str, steps: list, text: str) -> str | None:
+    """Where the pieces of ``call``, a JSON-bodied one, trail the text fed by more than ``LAG`` characters, if
+    they do. Its pieces are a slice of the text from its ``{`` (fed by the feed that started the call): the
+    last place before that where the pieces joined occur counts as their start, so a trail measured is never
+    more than the real one. Each feed that leaves the call open is measured, against what its pieces so far
+    cover of that slice (for an abandoned call, the slice is what was sent). XML calls are not measured: their
+    pieces are JSON written from the values, held by rules of their own (a typed value goes whole, ...)."""
+    if not joined:
+        return None
+    at = text.rfind(joined, 0, steps[call["step"]][0] - 1 + len(joined))
+    if at < 0 or block_grammar(text, at) not in JSON_BODIED:
+        return None
+    pieces, sent, k = call["pieces"], 0, 0
+    for step in range(call["step"], call["end"]):
+        while k < len(pieces) and pieces[k][0] <= step:
+            sent += len(pieces[k][1])
+            k += 1
+        fed = steps[step][0]
+        behind = min(fed - at, len(joined)) - sent
+        if behind > LAG:
+            return f"after feed {step} ({fed} characters fed, pieces from offset {at}): {sent} sent, {behind} behind"
+    return None
 
 
 def gen_scrubber_case(rng: random.Random) -> dict:
@@ -983,6 +1144,7 @@ def gen_scrubber_case(rng: random.Random) -> dict:
 def check_scrubber(case: dict) -> list:
     opts, deltas = case["options"], case["deltas"]
     text = "".join(deltas)
+    streams = bool(opts.get("stream_arguments"))
     found, split_runs, parsed = [], {}, None
     for name, mod in MODS:
         try:
@@ -990,12 +1152,33 @@ def check_scrubber(case: dict) -> list:
             runs = {"split": scrub(mod, deltas, opts)}
             if case["chars"]:
                 runs["1-char split"] = scrub(mod, list(text), opts)
+            off = scrub(mod, deltas, plain(opts)) if streams else None
             with using(mod):
-                p = parse(text, **opts)
+                p = parse(text, **plain(opts))
         except Exception as exc:
             found.append(crashed("scrubber", "StreamScrubber/parse", exc, name))
             continue
         split_runs[name] = runs["split"]
+        for label, run in {"one feed": whole, **runs}.items():
+            found += event_faults(label, run, text, streams, name)
+        if off is not None:  # the option changes no content and no call: per feed, as with it off
+            on = runs["split"]
+            for field in ("feeds", "content", "reasoning", "calls", "removed"):
+                a, b = on[field], off[field]
+                if field == "feeds":
+                    a, b = [f[:3] for f in a], [f[:3] for f in b]
+                if a != b:
+                    found.append(
+                        differ(
+                            "scrubber",
+                            f"stream_arguments changes {field}",
+                            "split, the option off",
+                            b,
+                            "split, the option on",
+                            a,
+                            name,
+                        )
+                    )
         parsed = p if parsed is None else parsed
         for label, run in runs.items():
             for field in ("content", "reasoning", "calls", "removed"):
@@ -1038,7 +1221,7 @@ def check_scrubber(case: dict) -> list:
                 found.append(
                     differ(
                         "scrubber",
-                        "cython != twin: per feed (output, reasoning, calls so far)",
+                        "cython != twin: per feed (output, reasoning, calls so far, events)",
                         f"cython at {where}",
                         a,
                         f"twin at {where}",
@@ -1046,7 +1229,7 @@ def check_scrubber(case: dict) -> list:
                     )
                 )
                 break
-        for field in ("calls", "removed"):
+        for field in ("calls", "removed", "abandoned"):
             if c[field] != py[field]:
                 found.append(differ("scrubber", f"cython != twin: {field}", "cython", c[field], "twin", py[field]))
     return found
@@ -1098,7 +1281,7 @@ def check_screens(case: dict, text: str, parsed) -> list:
             for form in forms
         ]
         says = [s or b for s, b in zip(says, bare, strict=False)]
-        if not all(says[:2]) and untouched(parse(text, **{k: v for k, v in options.items() if k != "tools"})):
+        if not all(says[:2]) and untouched(parse(text, **{k: v for k, v in plain(options).items() if k != "tools"})):
             says[:2] = [True, True]
     # (reasoning_started makes text reasoning without any markup: the screen is about markup only)
     if not untouched(parsed) and not all(says) and not options.get("reasoning_started"):
@@ -1321,7 +1504,7 @@ def reference(mod, case: dict, native: bool) -> tuple:
       recovered before them), recovered ones -- ``parse``'s calls, in order -- while the gate allows,
       with indexes continuing after the structured ones.
     """
-    opts = case["options"]
+    opts = plain(case["options"])
     calls = {i: list(exp[0].calls) for i, exp in expectations(mod, case).items()}
     state: dict = {}
     entries: dict = {i: [] for i in choice_texts(case)}
@@ -1386,6 +1569,126 @@ def reference(mod, case: dict, native: bool) -> tuple:
     return same, entries, recovered
 
 
+def reference_streamed(mod, case: dict, native: bool) -> tuple:
+    """``reference`` with ``stream_arguments=True`` (README, "In a gateway"): per choice a scrubber with the
+    option, fed every delta, its events read in order. A call that starts while the gate allows streams: it
+    takes the next index at once and goes on to its end whatever comes meanwhile; one that starts while the
+    gate stops calls is not sent. The calls no streamed call's ``ended`` covers go whole, in their place (before
+    a call that starts after them), while the gate allows.
+
+    Returns, per input chunk, whether it needs no change (no text changed, no reasoning, nothing sent: no start,
+    no piece of a streamed call, no whole call; at a finish, also no call sent for the choice); per choice,
+    the kind of each call sent, in index order: ``ended`` or ``abandoned`` (streamed), ``whole``."""
+    opts = case["options"]
+    state: dict = {}
+    kinds: dict = {i: [] for i in choice_texts(case)}
+    same = []
+
+    def choice(i):
+        if i not in state:
+            state[i] = {"scrubber": mod.StreamScrubber(**opts), "upstream": {}, "streaming": None}
+        return state[i]
+
+    def emit(i, st, n: int) -> bool:
+        """Read the scrubber's events and its calls from ``n`` on (those before were sent); whether any go out."""
+        calls, sent, taken = st["scrubber"].calls, False, n
+        allowed = not (native and st["upstream"])  # should_recover(native, True, structured seen)
+        for e in st["scrubber"].take_events():
+            if e[0] == "started":
+                if e[1] > taken:
+                    if allowed:
+                        kinds[i] += ["whole"] * (e[1] - taken)
+                        sent = True
+                    taken = e[1]
+                if allowed:
+                    st["streaming"] = len(kinds[i])
+                    kinds[i].append("started")
+                    sent = True
+            elif e[0] == "arguments":
+                sent = sent or st["streaming"] is not None
+            elif st["streaming"] is not None:  # ended, abandoned
+                kinds[i][st["streaming"]] = e[0]
+                st["streaming"] = None
+                if e[0] == "ended":
+                    taken = e[1] + 1
+        if len(calls) > taken and allowed:
+            kinds[i] += ["whole"] * (len(calls) - taken)
+            sent = True
+        return sent
+
+    for step in case["steps"]:
+        kind = step["kind"]
+        if kind in ("role", "usage"):
+            same.append(True)
+            continue
+        if kind == "struct":
+            i, u = step["index"], step["upstream"]
+            st = choice(i)
+            if u not in st["upstream"]:
+                st["upstream"][u] = u + len(kinds[i])  # shifted past the calls sent (a streamed one from its start)
+            same.append(st["upstream"][u] == u)
+            continue
+        items = step["contents"].items() if kind == "text" else [(i, f["content"]) for i, f in step["finish"].items()]
+        unchanged = True
+        for i, content in items:
+            st = choice(i)
+            s = st["scrubber"]
+            if content:
+                n = len(s.calls)
+                out = s.feed(content)
+                thought = s.take_reasoning()
+                if emit(i, st, n) or out != content or thought:
+                    unchanged = False
+            if kind == "finish":
+                n = len(s.calls)
+                tail = s.flush()
+                thought = s.take_reasoning()
+                if emit(i, st, n) or tail or thought or kinds[i]:
+                    unchanged = False
+                del state[i]  # the choice starts afresh
+        same.append(unchanged)
+    for i, st in state.items():  # close(): the choices that did not finish are flushed
+        n = len(st["scrubber"].calls)
+        st["scrubber"].flush()
+        emit(i, st, n)
+    return same, kinds
+
+
+def rebuild(chunks: list, index: int) -> dict:
+    """What a client rebuilds of choice ``index``, as the openai SDK does: content, reasoning, finish reasons,
+    and the calls by ``tool_calls`` index (the first entry of an index gives its id, type and name, later ones
+    append ``function.arguments``), each with its first entry's arguments and that entry's place among the
+    choice's entries. ``odd``: the entries that do not fit that shape."""
+    content = reasoning = ""
+    calls: dict = {}
+    finishes, odd, place = [], [], 0
+    for chunk in chunks:
+        for c in chunk.get("choices") or []:
+            if c["index"] != index:
+                continue
+            delta = c.get("delta") or {}
+            content += delta.get("content") or ""
+            reasoning += delta.get("reasoning_content") or ""
+            for e in delta.get("tool_calls") or []:
+                f = e.get("function") if isinstance(e.get("function"), dict) else {}
+                arguments = f.get("arguments")
+                if e["index"] not in calls:
+                    named = isinstance(e.get("id"), str) and e.get("type") == "function"
+                    if not (named and isinstance(f.get("name"), str) and isinstance(arguments, str)):
+                        odd.append(e)
+                    first = arguments if isinstance(arguments, str) else ""
+                    calls[e["index"]] = {"id": e.get("id"), "name": f.get("name"), "arguments": first, "first": first}
+                    calls[e["index"]]["at"] = place
+                elif set(e) != {"index", "function"} or set(f) != {"arguments"} or not isinstance(arguments, str):
+                    odd.append(e)  # a second call at one index, or a later entry naming its call again
+                else:
+                    calls[e["index"]]["arguments"] += arguments
+                place += 1
+            if c.get("finish_reason") is not None:
+                finishes.append(c["finish_reason"])
+    return {"content": content, "reasoning": reasoning, "calls": calls, "finishes": finishes, "odd": odd}
+
+
 def per_choice(chunks: list, index: int) -> dict:
     content, reasoning, calls, finishes = "", "", [], []
     for chunk in chunks:
@@ -1417,7 +1720,7 @@ def normal(out: list, chunks: list) -> list:
 
 def expectations(mod, case: dict) -> dict:
     """Per choice, what parse and a one-feed scrubber say about its whole text."""
-    opts = case["options"]
+    opts = plain(case["options"])
     exp = {}
     with using(mod):
         for i, text in choice_texts(case).items():
@@ -1552,8 +1855,118 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
     return found
 
 
+def run_machine(mod, chunks: list, native: bool, opts: dict) -> tuple:
+    """``ChunkRecovery`` pushed ``chunks``, then closed: (the chunks out, ``.recovered``, ``.abandoned``)."""
+    with using(mod):
+        machine = ChunkRecovery(native=native, has_tools=True, **given(opts, len(chunks)))
+        out = [new for chunk in chunks for new in machine.push(chunk)] + machine.close()
+    return out, machine.recovered, machine.abandoned
+
+
+def structured_call(call: dict) -> bool:
+    """A rebuilt call that upstream sent structured (``STRUCT_PARTS``' ids)."""
+    return (call["id"] or "").startswith("call_s")
+
+
+def check_streamed(where, name, case, native, out, off, kinds, counts) -> list:
+    """``stream_arguments=True`` (``out``) against the option off on the same chunks (``off``), per choice
+    (README, "In a gateway"): every entry fits a client's rebuild; content and reasoning are the same; the calls
+    sent are those ``reference_streamed`` says, in index order, a streamed one's first entry with empty
+    arguments; with the abandoned ones taken out (each left its partial call at its index, as sent) the calls
+    rebuilt are the option off's, ids masked -- but for the one call streaming when a structured call closed
+    the gate (native): it goes on to its end, so it may be one more, the last; structured calls as with the
+    option off; ``finish_reason`` is ``tool_calls`` once any call was sent for the choice, a partial one
+    included; ``counts`` (``.recovered``, ``.abandoned``) are the calls kept and the calls abandoned."""
+    found = []
+    finishes = {i: f["reason"] for s in case["steps"] if s["kind"] == "finish" for i, f in s["finish"].items()}
+    kept_n = abandoned_n = 0
+
+    def rows(calls) -> list:
+        return [(mask(c["id"] or ""), c["name"], c["arguments"]) for c in calls]
+
+    for i in choice_texts(case):
+        got, want = rebuild(out, i), rebuild(off, i)
+        tag_ = f"choice {i}, native={native}"
+
+        def mismatch(check, left_name, left, right_name, right, tag_=tag_):
+            found.append(
+                differ(where, f"stream_arguments: {check}", f"{left_name} ({tag_})", left, right_name, right, name)
+            )
+
+        if got["odd"]:
+            mismatch("tool_calls entries a client cannot rebuild", "entries", got["odd"], "in", out)
+        for field in ("content", "reasoning"):
+            if got[field] != want[field]:
+                mismatch(f"{field} != the option off", "option off", want[field], "option on", got[field])
+        calls = [c for _, c in sorted(got["calls"].items())]
+        ours = [c for c in calls if not structured_call(c)]
+        theirs = [c for _, c in sorted(want["calls"].items())]
+        if rows(filter(structured_call, calls)) != rows(filter(structured_call, theirs)):
+            mismatch("structured calls != the option off", "option off", rows(theirs), "option on", rows(calls))
+        if i in finishes and got["finishes"] != ["tool_calls" if ours else finishes[i]]:
+            mismatch("finish_reason", "original", finishes[i], "sent", (got["finishes"], rows(ours)))
+        abandoned_n += kinds[i].count("abandoned")
+        kept_n += len(kinds[i]) - kinds[i].count("abandoned")
+        if len(ours) != len(kinds[i]):
+            mismatch("calls sent != the reference's", "reference", kinds[i], "sent", rows(ours))
+            continue
+        kept = []
+        for c, kind in zip(ours, kinds[i], strict=True):
+            if kind != "whole" and c["first"] != "":
+                mismatch("a streamed call's first entry has arguments", kind, rows([c]), "first entry's", c["first"])
+            if kind != "abandoned":
+                kept.append((c, kind))
+        a, b = rows([c for c, _ in kept]), rows([c for c in theirs if not structured_call(c)])
+        if a != b:
+            gate = min((c["at"] for c in calls if structured_call(c)), default=None)  # a structured call's first entry
+            late = native and gate is not None and a[:-1] == b and kept[-1][1] == "ended" and kept[-1][0]["at"] < gate
+            if not late:
+                mismatch("calls, abandoned ones out, != the option off", "option off", b, "option on", (a, kinds[i]))
+    if counts != (kept_n, abandoned_n):
+        found.append(
+            differ(
+                where,
+                "stream_arguments: .recovered, .abandoned",
+                f"calls kept, abandoned (native={native})",
+                (kept_n, abandoned_n),
+                ".recovered, .abandoned",
+                counts,
+                name,
+            )
+        )
+    return found
+
+
+def check_sent(chunks: list, out: list, same: list, native: bool, name: str, label: str) -> list:
+    """A chunk that needs no change (``same``, by a reference) comes back as the very same object, and only
+    then; no chunk goes out empty."""
+    found = []
+    ids = {id(c) for c in out}
+    for k, (chunk, unchanged) in enumerate(zip(chunks, same, strict=False)):
+        if (id(chunk) in ids) != unchanged:
+            found.append(
+                differ(
+                    "chunks",
+                    f"unchanged chunk identity{label}",
+                    f"input chunk {k} (native={native})",
+                    chunk,
+                    "needs no change by the reference scrubber / came back as itself",
+                    (unchanged, id(chunk) in ids),
+                    name,
+                )
+            )
+            break
+    inputs = {id(c) for c in chunks}
+    for chunk in out:
+        if id(chunk) not in inputs and not chunk["choices"] and chunk.get("usage") is None:
+            found.append(differ("chunks", f"empty chunk sent{label}", "output", out, "empty", chunk, name))
+            break
+    return found
+
+
 def check_chunks(case: dict) -> list:
     opts = case["options"]
+    streams = bool(opts.get("stream_arguments"))
     found, outs = [], {}
     for native in case["natives"]:
         for name, mod in MODS:
@@ -1561,8 +1974,11 @@ def check_chunks(case: dict) -> list:
             before = copy.deepcopy(chunks)
             try:
                 exp = expectations(mod, case)
-                out = run_chunks(mod, chunks, native, opts)
+                out = run_chunks(mod, chunks, native, plain(opts) if streams else opts)  # (False, if given)
                 ref = reference(mod, case, native)
+                if streams:
+                    on, *counts = run_machine(mod, chunks, native, opts)
+                    same, kinds = reference_streamed(mod, case, native)
             except Exception as exc:
                 found.append(crashed("chunks", "recover_stream/parse", exc, name))
                 continue
@@ -1570,39 +1986,26 @@ def check_chunks(case: dict) -> list:
                 found.append(differ("chunks", "input mutated", "before", before, "after", chunks, name))
             found += check_chunk_outputs("chunks", name, mod, case, native, out, exp, ref)
             found += check_responses(case, native, name, mod, exp)
-            ids = {id(c) for c in out}
-            for k, (chunk, unchanged) in enumerate(zip(chunks, ref[0], strict=False)):
-                if (id(chunk) in ids) != unchanged:
-                    found.append(
-                        differ(
-                            "chunks",
-                            "unchanged chunk identity",
-                            f"input chunk {k} (native={native})",
-                            chunk,
-                            "needs no change by the reference scrubber / came back as itself",
-                            (unchanged, id(chunk) in ids),
-                            name,
-                        )
+            found += check_sent(chunks, out, ref[0], native, name, "")
+            outs[name, native, "off"] = normal(out, chunks)
+            if streams:
+                found += check_streamed("chunks", name, case, native, on, out, kinds, tuple(counts))
+                found += check_sent(chunks, on, same, native, name, " (stream_arguments)")
+                outs[name, native, "on"] = normal(on, chunks)
+        for option in ("off", "on"):
+            a, b = outs.get(("c", native, option)), outs.get(("py", native, option))
+            if a is not None and b is not None and a != b:
+                k = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+                found.append(
+                    differ(
+                        "chunks",
+                        "cython != twin" + (" (stream_arguments)" if option == "on" else ""),
+                        f"cython (native={native}) from output chunk {k}",
+                        a[k : k + 3],
+                        "twin",
+                        b[k : k + 3],
                     )
-                    break
-            for chunk in out:
-                if id(chunk) not in {id(c) for c in chunks} and not chunk["choices"] and chunk.get("usage") is None:
-                    found.append(differ("chunks", "empty chunk sent", "output", out, "empty", chunk, name))
-                    break
-            outs[name, native] = normal(out, chunks)
-        if ("c", native) in outs and ("py", native) in outs and outs["c", native] != outs["py", native]:
-            a, b = outs["c", native], outs["py", native]
-            k = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-            found.append(
-                differ(
-                    "chunks",
-                    "cython != twin",
-                    f"cython (native={native}) from output chunk {k}",
-                    a[k : k + 3],
-                    "twin",
-                    b[k : k + 3],
                 )
-            )
     return found
 
 
@@ -1748,10 +2151,12 @@ def capped_model(mod, case: dict, native: bool, chunks: list, oversized: list) -
         for chunk, over in zip(chunks, oversized, strict=False):
             out += [canon(chunk)] if over else [canon(c) for c in machine.push(chunk)]
         out += [canon(c) for c in machine.close()] + ["[DONE]"]
-    return out, machine.recovered
+    return out, (machine.recovered, machine.abandoned)
 
 
 def run_sse(mod, body: bytes, cuts: list, native: bool, opts: dict, kinds, max_event=None) -> tuple:
+    """``body`` fed in the pieces ``cuts`` make: (the bytes out, ``.incomplete`` before the close,
+    (``.recovered``, ``.abandoned``))."""
     with using(mod):
         r = SSERecovery(
             native=native, has_tools=True, **given(opts, len(body)), **({"max_event": max_event} if max_event else {})
@@ -1762,7 +2167,7 @@ def run_sse(mod, body: bytes, cuts: list, native: bool, opts: dict, kinds, max_e
             out.append(r.feed(kind(body[a:b])))
         incomplete = r.incomplete
         out.append(r.close())
-    return b"".join(out), incomplete, r.recovered
+    return b"".join(out), incomplete, (r.recovered, r.abandoned)
 
 
 def event_cuts(case: dict) -> list:
@@ -1786,6 +2191,7 @@ def decoded(data: bytes) -> list:
 
 def check_sse(case: dict) -> list:
     opts = case["options"]
+    streams = bool(opts.get("stream_arguments"))
     body = sse_body(case)
     cuts = [c for c in case["cuts"] if 0 < c < len(body)]
     found, whole_by = [], {}
@@ -1795,7 +2201,11 @@ def check_sse(case: dict) -> list:
         for name, mod in MODS:
             chunks = build_chunks(case)
             try:
-                layer2 = run_chunks(mod, chunks, native, opts)
+                if streams:
+                    layer2, *layer2_counts = run_machine(mod, chunks, native, opts)
+                    off = run_chunks(mod, chunks, native, plain(opts))
+                else:
+                    layer2, layer2_counts = run_chunks(mod, chunks, native, opts), None
                 whole, incomplete, recovered = run_sse(mod, body, [], native, opts, None, cap)
                 splits = {"random split": cuts}
                 if case["chars"]:
@@ -1873,9 +2283,9 @@ def check_sse(case: dict) -> list:
                         differ(
                             "sse",
                             ".recovered",
-                            "the model's recovered calls",
+                            "the model's recovered, abandoned calls",
                             model_recovered,
-                            "SSERecovery.recovered",
+                            "SSERecovery.recovered, .abandoned",
                             recovered,
                             name,
                         )
@@ -1923,14 +2333,16 @@ def check_sse(case: dict) -> list:
                 for t in (ch.get("delta") or {}).get("tool_calls") or []
                 if t.get("id") and not t["id"].startswith("call_s")
             )
-            if recovered != n_recovered:
+            # (with stream_arguments, the calls sent count the abandoned ones too: ChunkRecovery's counts)
+            counts = tuple(layer2_counts) if streams else (n_recovered, 0)
+            if recovered != counts:
                 found.append(
                     differ(
                         "sse",
                         ".recovered",
-                        "recover_stream's recovered calls",
-                        n_recovered,
-                        "SSERecovery.recovered",
+                        "recover_stream's recovered, abandoned calls",
+                        counts,
+                        "SSERecovery.recovered, .abandoned",
                         recovered,
                         name,
                     )
@@ -1939,9 +2351,13 @@ def check_sse(case: dict) -> list:
                 seen = [json.loads(e[1]) for e in events(whole) if e[1] != "[DONE]"]
             except ValueError:
                 continue  # reported above: the events are not recover_stream's chunks
-            found += check_chunk_outputs(
-                "sse", name, mod, case, native, seen, expectations(mod, case), reference(mod, case, native)
-            )
+            if streams:
+                kinds = reference_streamed(mod, case, native)[1]
+                found += check_streamed("sse", name, case, native, seen, off, kinds, recovered)
+            else:
+                found += check_chunk_outputs(
+                    "sse", name, mod, case, native, seen, expectations(mod, case), reference(mod, case, native)
+                )
         if ("c", native) in whole_by and ("py", native) in whole_by and whole_by["c", native] != whole_by["py", native]:
             found.append(
                 differ(
