@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import warnings
+from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from textcalls.dialects import pythonic
 from textcalls.dialects.context import Context
 from textcalls.dialects.pythonic import pythonic_lines, pythonic_list, pythonic_message
 from textcalls.toolcall import ToolCall
@@ -300,3 +304,206 @@ def test_a_body_of_too_many_nodes_is_malformed_but_long_strings_are_not(impl, tc
     for body in (f"[write(content={code!r})]", f'[write(content="""{code}""")]'):
         (call,) = lfm2(body).calls
         assert json.loads(call.arguments) == {"content": code}
+
+
+# --- long strings, decoded apart from ast.parse -----------------------------------------------------------------
+
+
+def literal_value(source):
+    """What Python makes of a literal (its warnings about invalid escapes aside)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(source)
+
+
+def as_read(calls):
+    """Calls as ``(name, arguments as written)``; ``None`` stays ``None``."""
+    return None if calls is None else [(call.name, call.arguments) for call in calls]
+
+
+def read_alone(body):
+    """``pythonic_list`` of ``body`` with every plain single-quoted string long enough to be cut, and whether one
+    was: ``(calls as pairs, cut)``."""
+    with mock.patch.object(pythonic, "_LONG_STRING", 1):
+        return pairs(pythonic_list("", body, CTX)), bool(pythonic._Strings.cut(body).values)
+
+
+# (literal, its value by Python's rules, whether it is cut and decoded apart); LONG_STRING is 1 here
+LITERALS = [
+    (r"'plain, (with) [nodes] = {x}'", "plain, (with) [nodes] = {x}", True),
+    (r"'a\nb\tc\rd'", "a\nb\tc\rd", True),
+    (r"'it\'s'", "it's", True),
+    (r'"say \"hi\", it\'s"', 'say "hi", it\'s', True),
+    (r"""'"quoted" inside'""", '"quoted" inside', True),
+    (r"'\a\b\f\v'", "\a\b\f\v", True),
+    (r"'\0 \7'", "\x00 \x07", True),  # one-digit octal escapes, a digit 4-7 in the body
+    (r"'\x21\123'", "!S", True),  # hex and three-digit octal, no digit 4-7: the bytes decoder's reading
+    (r"'\x41\101\47'", "AA'", True),  # the same with digits 4-7: read by the str decoder
+    (r"'\477 \777'", "\u013f \u01ff", True),  # octal above \377: nine bits in a str literal (a bytes one drops one)
+    (r"'\u00e9 \U0001F600 \N{BULLET}'", "é \U0001f600 •", True),
+    (r"'\d \8 \q'", "\\d \\8 \\q", True),  # invalid escapes keep their backslash
+    (r"'a\\b \\n'", "a\\b \\n", True),
+    (r"'\\'", "\\", True),
+    (r"'\\\''", "\\'", True),
+    (r"'a\\\\'", "a\\\\", True),
+    ("'Zürich \\u00e9 \U0001f600 \\n'", "Zürich é \U0001f600 \n", True),
+    ("'\\é'", "\\é", False),  # a backslash before a non-ASCII character: left to the parser
+    ("'a\\\nb'", "ab", False),  # a line continuation: left to the parser
+    (r"r'\n'", "\\n", False),  # a prefix: left to the parser
+    (r"'''a'b'''", "a'b", False),  # triple quotes: left to the parser
+]
+
+
+@pytest.mark.parametrize(("literal", "value", "cut"), LITERALS, ids=[lit for lit, _, _ in LITERALS])
+def test_a_long_string_has_the_value_python_gives_it(literal, value, cut):
+    assert literal_value(literal) == value
+    assert read_alone(f"[write_file(content={literal})]") == ([("write_file", {"content": value})], cut)
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [r"'\x4'", r"'\N{NO SUCH NAME}'", r"'\u12'", r"'\U00110000'", "'\ud800'", "'a\rb'", "'a\x00b'"],
+    ids=["short-hex", "unknown-name", "short-u", "out-of-range", "lone-surrogate", "cr", "nul"],
+)
+def test_a_long_string_python_cannot_read_is_malformed(literal):
+    with pytest.raises((SyntaxError, ValueError)):
+        literal_value(literal)
+    assert read_alone(f"[write_file(content={literal})]") == ([], False)
+
+
+MANY = "".join(f", c{k}='z'" for k in range(40))
+
+
+@pytest.mark.parametrize(
+    ("body", "calls"),
+    [
+        ("[f(a='x' 'y')]", [("f", {"a": "xy"})]),  # implicit concatenation
+        ("[f(a='x'\n  'y')]", [("f", {"a": "xy"})]),
+        ("[f(a='x',  # it's\n b='y')]", [("f", {"a": "x", "b": "y"})]),  # a comment
+        ("[f(a='x', \\\n b='y')]", [("f", {"a": "x", "b": "y"})]),  # a line continuation outside strings
+        ("[f(a=u'x')]", [("f", {"a": "x"})]),
+        ("[f(a=b'x')]", []),
+        ("[f(a=f'x')]", []),
+        ("[f(a='x)]", []),  # unterminated
+        ("[f(a='''x)]", []),
+        ("[f(a='x', b='y'" + MANY + ")]", [("f", {"a": "x", "b": "y"} | {f"c{k}": "z" for k in range(40)})]),
+    ],
+    ids=["adjacent", "adjacent-lines", "comment", "continuation", "prefix", "bytes", "f-string", "unterminated",
+         "unterminated-triple", "many-literals"],
+)  # fmt: skip
+def test_text_whose_strings_the_tokenizer_may_see_otherwise_is_left_whole(body, calls):
+    with mock.patch.object(pythonic, "_LONG_STRING", 1):
+        assert pythonic._Strings.cut(body).values == {}
+        assert pairs(pythonic_list("", body, CTX)) == calls
+
+
+def test_a_string_that_looks_like_a_placeholder_is_read_as_written():
+    long = "x" * 5000
+    body = f"[f(a='_textcalls_string_0', b='{long}', c={{'_textcalls_string_0': 1}})]"
+    assert pythonic._Strings.cut(body).values == {"_textcalls_string_0": long}
+    assert pairs(pythonic_list("", body, CTX)) == [
+        ("f", {"a": "_textcalls_string_0", "b": long, "c": {"_textcalls_string_0": 1}})
+    ]
+
+
+@pytest.mark.parametrize("size", [1, 3000])  # read whole, or with the long string cut
+@pytest.mark.parametrize("brk", ["\x1e", "\x0c", "\x85", "\u2028"])
+def test_a_keyword_argument_after_a_character_splitlines_breaks_at_is_read(brk, size):
+    """The tokenizer's rows end at "\n" only: a keyword argument (``from``) is found where it is written
+    after a string holding a character ``str.splitlines`` also breaks at (it was read as malformed)."""
+    value = "x" * size + brk
+    body = f"[f(a='{value}', from=1)]"
+    assert pairs(pythonic_list("", body, CTX)) == [("f", {"a": value, "from": 1})]
+    assert as_read(pythonic._parse_calls(body)) == as_read(pythonic._parse_calls(body, cut=False))
+
+
+# a coding agent's write_file call: code with quotes, backslashes, non-ASCII text, octal-looking digits
+CODE = {
+    "plain": "def f(x):\n    return x * 2  # with 'quotes' and \"quotes\"\n",
+    "backslashes": 'print("a\\tb\\n", r"\\d+", "C:\\\\temp")  # 4-7\n',
+    "non-ascii": "# Grüße, 東京 \U0001f600\nprint('é')\n",
+    "digits": "x = [4, 5, 6, 7]  # 'quoted'\n",
+}  # read by the bytes decoder: plain (no digit 4-7), digits (each escape one character); else by the str one
+
+
+@pytest.mark.parametrize("kind", CODE)
+def test_a_big_write_file_call_is_read_with_its_long_string_cut(impl, tc, kind):
+    code = CODE[kind] * (300_000 // len(CODE[kind]))
+    body = f"[write_file(path='a.py', content={code!r})]"
+    assert pythonic._Strings.cut(body).values == {"_textcalls_string_0": code}
+    (call,) = tc.parse("<|tool_call_start|>" + body + "<|tool_call_end|>").calls
+    assert call.arguments == json.dumps({"path": "a.py", "content": code}, ensure_ascii=False)
+
+
+def test_the_node_cap_holds_with_a_long_string_cut():
+    from textcalls.dialects.pythonic import NODES_MAX
+
+    long = "(x, [y], {z: 1})," * 1000  # node characters inside the string count for nothing
+    args = "".join(f"a{k}=1," for k in range((NODES_MAX - 4) // 2))  # "[f(", "content=" and ", " are 4
+    at_cap = f"[f(content='{long}', {args})]"
+    assert pythonic._Strings.cut(at_cap).values
+    assert [name for name, _ in pairs(pythonic_list("", at_cap, CTX))] == ["f"]
+    assert pythonic_list("", f"[f(content='{long}', {args} b=2)]", CTX) == []
+
+
+VALID_PIECES = [
+    "a", " ", "é", "\U0001f600", "4", "7", "(", ",", "=", "#", "\t", "\x0c", "\x1e", "_textcalls_string_0",
+    "\\n", "\\'", '\\"', "\\\\", "\\x41", "\\101", "\\477", "\\0", "\\u00e9", "\\U0001F600", "\\N{BULLET}",
+    "\\d", "\\8", "\\\\\\'",
+]  # fmt: skip
+OTHER_PIECES = ["'", '"', "\\", "\n", "\\x4", "\\u12", "\\N{NOPE}", "\\\n", "\\é", "\\\\'"]
+string_body = st.lists(
+    st.sampled_from(VALID_PIECES) | st.sampled_from(VALID_PIECES + OTHER_PIECES) | st.text(max_size=2), max_size=12
+).map("".join)
+
+
+def call_bodies(prefix, quote, separator):
+    """Call lists, or calls one a line, whose arguments are literals of these prefixes and quotes."""
+    literal = st.builds(lambda p, q, s: p + q + s + q, prefix, quote, string_body)
+    value = (
+        literal | st.sampled_from(["1", "None", "x"]) | st.lists(literal, max_size=2).map(", ".join).map("[{}]".format)
+    )
+    argument = st.builds("{}={}".format, st.sampled_from(["a", "b", "from"]), value)
+    call = st.builds(
+        lambda name, args, sep: f"{name}({sep.join(args)})",
+        st.sampled_from(["f", "g.h"]),
+        st.lists(argument, max_size=4),
+        separator,
+    )
+    return st.lists(call, min_size=1, max_size=3).flatmap(
+        lambda calls: st.sampled_from(["[" + ", ".join(calls) + "]", "\n".join(calls), "\n  ".join(calls)])
+    )
+
+
+call_body = call_bodies(
+    st.sampled_from(["", "r", "b", "f", "u", "rb"]),
+    st.sampled_from(["'", '"', "'''"]),
+    st.sampled_from([", ", ",\n ", " ", ", # c\n", ",\\\n"]),
+)
+plain_call_body = call_bodies(st.just(""), st.sampled_from("'\""), st.just(", "))  # mostly cut
+
+
+@settings(max_examples=600, deadline=None)
+@given(body=call_body | plain_call_body)
+def test_cutting_long_strings_changes_no_answer(body):
+    """Every plain single-quoted string cut (LONG_STRING 1): the calls, arguments and malformed/None answers are
+    those of ``ast.parse`` reading the whole text."""
+    with mock.patch.object(pythonic, "_LONG_STRING", 1):
+        assert as_read(pythonic._parse_calls(body)) == as_read(pythonic._parse_calls(body, cut=False))
+        assert as_read(pythonic._parse_statements(body)) == as_read(pythonic._parse_statements(body, cut=False))
+
+
+@settings(max_examples=600, deadline=None)
+@given(quote=st.sampled_from("'\""), string=string_body, after=st.sampled_from(["", ")", "'", 'x"']))
+def test_a_single_quoted_string_ends_and_reads_as_python_reads_it(quote, string, after):
+    """Where ``_single_quoted`` ends a literal, the node count's pattern and the parser end it there too; the value
+    it decodes is the parser's."""
+    text = quote + string + quote + after
+    assume("\r" not in text and "\x00" not in text and not text.startswith(quote * 3))  # checked by the caller
+    with mock.patch.object(pythonic, "_LONG_STRING", 1):
+        found = pythonic._single_quoted(text, 0, quote)
+    if found is not None:
+        end, value = found
+        assert pythonic._STRING_LITERAL.match(text).end() == end
+        if value is not None:
+            assert literal_value(text[:end]) == value

@@ -1,6 +1,7 @@
 """Body grammars of the pythonic dialects: calls written as Python, ``[f(a='x', b=2), g()]``.
 
-The text is only parsed, with ``ast.parse``, never evaluated. A call is a name (``f``, or
+The text is only parsed, with ``ast.parse``, never evaluated (a long plain string is decoded apart, by the
+parser's rules, and ``ast.parse`` reads a placeholder: ``_Strings.cut``). A call is a name (``f``, or
 dotted as written: ``functions.f``) applied to keyword arguments whose values are literals:
 strings, numbers (with a sign), ``True``/``False``/``None`` and JSON's ``true``/``false``/``null``
 (Olmo 3 writes those), and lists, tuples and string-keyed dicts of literals. A positional
@@ -16,6 +17,7 @@ text is kept. No grammar raises for a ``str``.
 from __future__ import annotations
 
 import ast
+import codecs
 import dataclasses
 import io
 import itertools
@@ -61,9 +63,12 @@ def _escape_keywords(text: str) -> str:
     ``ast`` accepts it; strings are left alone (tokens, not characters, are read). Text where no
     keyword stands before a ``=`` at all is returned at once (the pure-Python tokenizer costs
     microseconds per token)."""
-    if "=" not in text or not _may_name_keyword(text):
-        return text
-    return _escape_by_tokens(text)
+    return _escape_by_tokens(text) if _may_escape(text) else text
+
+
+def _may_escape(text: str) -> bool:
+    """Whether ``_escape_keywords`` reads the tokens of ``text`` (else it returns it as it is)."""
+    return "=" in text and _may_name_keyword(text)
 
 
 def _escape_by_tokens(text: str) -> str:
@@ -82,7 +87,7 @@ def _escape_by_tokens(text: str) -> str:
             spots.append(tok.start)
     if not spots:
         return text
-    lines = text.splitlines(keepends=True)
+    lines = io.StringIO(text).readlines()  # the tokenizer's rows (only "\n" ends one; str.splitlines has more)
     for row, col in reversed(spots):
         line = lines[row - 1]
         lines[row - 1] = line[:col] + _KW_PREFIX + line[col:]
@@ -183,45 +188,225 @@ def _too_many_nodes(text: str) -> bool:
     return too_many_nodes(text, _STRING_LITERAL, "(,=[{", NODES_MAX)
 
 
-def _parse_calls(text: str) -> list[ToolCall] | None:
-    """The calls of a list expression (or of one call expression), or ``None``."""
-    if _too_many_nodes(text):
+def _parse_calls(text: str, cut: bool = True) -> list[ToolCall] | None:
+    """The calls of a list expression (or of one call expression), or ``None``. ``cut``: long strings are
+    decoded apart (``_Strings.cut``); the answer is the same without."""
+    strings = _Strings.cut(text) if cut else _Strings(text, text)
+    if _too_many_nodes(strings.text):
         return None
     try:
-        tree = _ast(text, "eval").body
+        tree = _ast(strings.text, "eval").body
     except _PARSE_ERRORS:
         return None
     nodes = tree.elts if isinstance(tree, ast.List) else [tree]
-    return _calls(nodes)
+    calls = _calls(nodes, strings)
+    return _parse_calls(text, cut=False) if strings.misread(calls) else calls
 
 
-def _parse_statements(text: str) -> list[ToolCall] | None:
+def _parse_statements(text: str, cut: bool = True) -> list[ToolCall] | None:
     """The calls of newline-separated call statements, or ``None``.
 
     A module first (calls may span lines); if that does not parse (say, indented lines), each
-    non-blank line as one call expression.
+    non-blank line as one call expression. ``cut`` as in ``_parse_calls``.
     """
-    if _too_many_nodes(text):
+    strings = _Strings.cut(text) if cut else _Strings(text, text)
+    if _too_many_nodes(strings.text):
         return None
     try:
-        statements = _ast(text, "exec").body
+        statements = _ast(strings.text, "exec").body
     except _PARSE_ERRORS:
+        if strings.values:  # the lines are read from the text as written
+            return _parse_statements(text, cut=False)
         try:
             nodes = [_ast(line.strip(), "eval").body for line in text.splitlines() if line.strip()]
         except _PARSE_ERRORS:
             return None
-        return _calls(nodes)
+        return _calls(nodes, strings)
     if not all(isinstance(statement, ast.Expr) for statement in statements):
         return None
-    return _calls([statement.value for statement in statements])
+    calls = _calls([statement.value for statement in statements], strings)
+    return _parse_statements(text, cut=False) if strings.misread(calls) else calls
 
 
-def _calls(nodes: list[ast.expr]) -> list[ToolCall] | None:
+#: A plain string literal in single quotes whose body is at least this long is cut out of the text before
+#: ``ast.parse`` (whose tokenizer reads a string at several nanoseconds a character) and decoded apart.
+_LONG_STRING = 2048
+#: How many string literals ``_Strings.cut`` walks (in Python) before it leaves the text whole.
+_WALK_MAX = 32
+#: A long string's stand-in: ``'_textcalls_string_0'``, ``'_textcalls_string_1'``, …
+_PLACEHOLDER = "_textcalls_string_"
+#: A quote not right after a backslash: the end of a literal in which no backslash is escaped.
+_AFTER_NO_BACKSLASH = {quote: re.compile(quote + r"(?<!\\" + quote + ")") for quote in "'\""}
+#: A quote not right after a lone backslash: after none, or after a run of two or more (whose length decides
+#: whether it is escaped).
+_AFTER_NO_LONE_BACKSLASH = {quote: re.compile(quote + r"(?<!(?<!\\)\\" + quote + ")") for quote in "'\""}
+_BACKSLASH_NON_ASCII = re.compile(r"\\[^\x00-\x7f]")
+
+
+@dataclasses.dataclass
+class _Strings:
+    """A body as ``written`` and as given to ``ast.parse`` (``text``): with its long strings replaced by
+    placeholder literals, whose ``values`` are read from here; ``read`` lists the placeholders met while reading
+    the tree."""
+
+    written: str
+    text: str
+    values: dict[str, str] = dataclasses.field(default_factory=dict)
+    read: list[str] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def cut(cls, text: str) -> _Strings:
+        """``text`` with each plain single-quoted string of at least ``_LONG_STRING`` characters replaced, when
+        its literals are found exactly where Python's tokenizer finds them and ``_STRING_LITERAL`` (for the node
+        count) does too: no CR or NUL anywhere; outside literals no comment and no backslash; no prefix, triple
+        quote or newline in a literal, no literal after only whitespace from another (implicit concatenation);
+        every quote opens a literal that ends; at most ``_WALK_MAX`` literals. Otherwise, or with no long
+        string, nothing is cut."""
+        whole = cls(text, text)
+        if len(text) < _LONG_STRING or "\r" in text or "\x00" in text:
+            return whole
+        pieces: list[str] = []
+        values: dict[str, str] = {}
+        copied = pos = 0
+        single, double = text.find("'"), text.find('"')  # the next of each quote at or after pos
+        for walked in range(_WALK_MAX + 1):
+            if 0 <= single < pos:
+                single = text.find("'", pos)
+            if 0 <= double < pos:
+                double = text.find('"', pos)
+            start = min(single, double) if single >= 0 and double >= 0 else max(single, double)
+            code_end = len(text) if start < 0 else start
+            if text.find("#", pos, code_end) >= 0 or text.find("\\", pos, code_end) >= 0:
+                return whole
+            if start < 0:
+                break
+            quote = text[start]
+            if (
+                walked == _WALK_MAX
+                or (start and (text[start - 1].isalnum() or text[start - 1] == "_"))
+                or (walked and not text[pos:start].strip())
+                or text.startswith(quote * 3, start)
+            ):
+                return whole
+            literal = _single_quoted(text, start, quote)
+            if literal is None:
+                return whole
+            pos, value = literal
+            if value is not None:
+                placeholder = f"{_PLACEHOLDER}{len(values)}"
+                values[placeholder] = value
+                pieces += (text[copied:start], quote, placeholder, quote)
+                copied = pos
+        if not values:
+            return whole
+        pieces.append(text[copied:])
+        return cls(text, "".join(pieces), values)
+
+    def value(self, text: str) -> str:
+        """A string constant's value: what a placeholder stands for, any other as it is."""
+        if text in self.values:
+            self.read.append(text)
+            return self.values[text]
+        return text
+
+    def misread(self, calls: list[ToolCall] | None) -> bool:
+        """Whether ``calls`` were read with a string constant that only looks like a placeholder: read
+        successfully, a tree yields each of its string constants once, so each placeholder is met once."""
+        return calls is not None and sorted(self.read) != sorted(self.values)
+
+
+def _single_quoted(text: str, start: int, quote: str) -> tuple[int, str | None] | None:
+    """``(end, value)`` of the single-quoted literal opened at ``start`` (the text has no CR or NUL): ``value``
+    is ``None`` unless its body is at least ``_LONG_STRING`` characters and decoded here. ``None`` if it has
+    a newline (a line continuation too) or does not end (or not measurably: ``_closing_quote``)."""
+    close = _AFTER_NO_BACKSLASH[quote].search(text, start + 1)
+    if close is not None and close.start() - start - 1 >= _LONG_STRING:
+        body = text[start + 1 : close.start()]
+        value = None if "\n" in body else _bytes_alike(body)
+        if value is not None:  # no backslash escaped: each quote in the body follows one, so this one ends it
+            return close.start() + 1, value
+    end = _closing_quote(text, start, quote)  # some backslash escaped, another escape, or short
+    if end < 0 or text.find("\n", start + 1, end) >= 0:
+        return None
+    if end - start - 1 < _LONG_STRING:
+        return end + 1, None
+    return end + 1, _parsed_string(text[start + 1 : end])
+
+
+def _closing_quote(text: str, start: int, quote: str) -> int:
+    """The index of the quote that ends the single-quoted literal opened at ``start``: the first one after an
+    even run of backslashes (none included). ``-1`` if none, or where a run is too long to measure here (64)
+    or more than ``_WALK_MAX`` quotes follow odd runs longer than one."""
+    pos = start + 1
+    for _ in range(_WALK_MAX):
+        close = _AFTER_NO_LONE_BACKSLASH[quote].search(text, pos)
+        if close is None:
+            return -1
+        end = close.start()
+        before = text[max(start + 1, end - 64) : end]
+        backslashes = len(before) - len(before.rstrip("\\"))
+        if backslashes == 64:
+            return -1
+        if backslashes % 2 == 0:
+            return end
+        pos = end + 1
+    return -1
+
+
+def _bytes_alike(body: str) -> str | None:
+    """The value of the string literal ``'body'`` (ASCII, no newline) when a bytes literal reads it alike and no
+    backslash in it is escaped: decoded by the bytes decoder, four times faster than the str one; else ``None``.
+
+    The bytes decoder reads an escape as the str decoder does but for ``\\u``, ``\\U``, ``\\N{…}`` (invalid
+    for bytes: kept, backslash and all) and octal escapes above ``\\377`` (a digit 4–7 and two more: for
+    bytes, their high bits are lost). No backslash in its answer: no escaped backslash, no invalid escape. No
+    digit 4–7 in the body, or each backslash shortening it by exactly one (no escape of two digits or more):
+    no octal escape above ``\\377``."""
+    if not body.isascii():
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # an invalid escape, "\\d": not taken anyway
+        try:
+            decoded = codecs.escape_decode(body)[0]
+        except ValueError:
+            return None
+    if b"\\" in decoded:
+        return None
+    if any(digit in body for digit in "4567") and len(body) - len(decoded) != body.count("\\"):
+        return None
+    return decoded.decode("latin-1")
+
+
+def _parsed_string(body: str) -> str | None:
+    """The value CPython's parser gives the string literal ``'body'`` (no prefix, its quotes and newlines checked
+    by the caller), or ``None`` where the parser would fail or this cannot tell.
+
+    The parser reads a body without a backslash as it is; otherwise it writes each non-ASCII character as a
+    ``\\U`` escape (a backslash before one as ``\\u005c``) and decodes the result with the ``unicode_escape``
+    codec's decoder, as here (where a backslash before a non-ASCII character is left to the parser)."""
+    if not body.isascii():
+        try:
+            body.encode()  # a lone surrogate: the parser cannot read the text
+        except UnicodeEncodeError:
+            return None
+        if _BACKSLASH_NON_ASCII.search(body):
+            return None
+    if "\\" not in body:
+        return body
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # an invalid escape such as "\\d" is kept
+        try:
+            return body.encode("ascii", "backslashreplace").decode("unicode_escape")
+        except UnicodeDecodeError:
+            return None
+
+
+def _calls(nodes: list[ast.expr], strings: _Strings) -> list[ToolCall] | None:
     """One call per node, or ``None`` if there are none or any node is not a well-formed call."""
     calls = []
     for node in nodes:
         try:
-            name, args = _call(node)
+            name, args = _call(node, strings)
         except (_NotACall, RecursionError):
             return None
         call = make_call(name, args)
@@ -231,7 +416,7 @@ def _calls(nodes: list[ast.expr]) -> list[ToolCall] | None:
     return calls or None
 
 
-def _call(node: ast.expr) -> tuple[str, dict]:
+def _call(node: ast.expr, strings: _Strings) -> tuple[str, dict]:
     """``(name, arguments)`` of a call with literal keyword arguments."""
     if not isinstance(node, ast.Call) or node.args:
         raise _NotACall
@@ -243,7 +428,7 @@ def _call(node: ast.expr) -> tuple[str, dict]:
         arg = kw.arg[len(_KW_PREFIX) :] if kw.arg.startswith(_KW_PREFIX) else kw.arg
         if arg in args:  # a repeated keyword
             raise _NotACall
-        args[arg] = _literal(kw.value)
+        args[arg] = _literal(kw.value, strings)
     return name, args
 
 
@@ -259,21 +444,22 @@ def _name(node: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _string(text: str) -> str:
     """A string literal's text as JSON reads the same escapes: a surrogate pair (``"\\ud83d\\ude00"``) is
     one character, as ``json.loads`` makes it; a lone surrogate stays."""
-    if text.isascii() or _SURROGATE.search(text) is None:  # isascii: a C-speed answer for most text
+    if text.isascii():  # a C-speed answer for most text
         return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    try:
+        text.encode()  # fails exactly at a surrogate, faster than a search for one
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return text
 
 
-def _literal(node: ast.expr) -> object:
+def _literal(node: ast.expr, strings: _Strings) -> object:
     """The JSON-able value of a literal node."""
     if isinstance(node, ast.Constant) and type(node.value) is str:
-        return _string(node.value)
+        return _string(strings.value(node.value))
     if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (int, float, bool)):
         return node.value
     if (
@@ -286,12 +472,12 @@ def _literal(node: ast.expr) -> object:
     if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
         return _JSON_NAMES[node.id]
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(element) for element in node.elts]
+        return [_literal(element, strings) for element in node.elts]
     if isinstance(node, ast.Dict):
         result = {}
         for key, value in zip(node.keys, node.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):  # None: **mapping
                 raise _NotACall
-            result[_string(key.value)] = _literal(value)
+            result[_string(strings.value(key.value))] = _literal(value, strings)
         return result
     raise _NotACall
