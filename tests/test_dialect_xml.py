@@ -837,3 +837,21 @@ def test_a_body_of_too_many_tags_is_malformed(impl, tc, opener, param, closer):
     assert len(json.loads(call.arguments)) == fits
     parsed = tc.parse(text(TAGS_MAX // 2 + 1))
     assert (parsed.calls, parsed.removed, parsed.content) == ([], 1, "")
+
+
+@pytest.mark.parametrize("where", ["invoke", "parameter"])
+def test_a_tag_whose_attributes_run_over_the_cap_is_malformed(impl, tc, where):
+    from textcalls.dialects.xml import ATTRIBUTES_MAX
+
+    def text(head_size):
+        filler = 'x="y" ' * ((head_size - len(' name="f"')) // 6)
+        invoke, parameter = (f" {filler}", " ") if where == "invoke" else (" ", f" {filler}")
+        return (
+            f'<minimax:tool_call><invoke{invoke}name="f"><parameter{parameter}name="p">v</parameter>'
+            "</invoke></minimax:tool_call>"
+        )
+
+    (call,) = tc.parse(text(ATTRIBUTES_MAX)).calls  # a head of at most ATTRIBUTES_MAX characters: read
+    assert (call.name, call.arguments) == ("f", '{"p": "v"}')
+    parsed = tc.parse(text(ATTRIBUTES_MAX + 7))
+    assert (parsed.calls, parsed.removed, parsed.malformed, parsed.content) == ([], 1, 1, "")

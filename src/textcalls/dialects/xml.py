@@ -79,6 +79,9 @@ class _Call(NamedTuple):
 #: How many tags (calls, parameters and their ends) a body may have: each is read in Python, so a body
 #: of tens of thousands of tags is malformed rather than a CPU sink. No call has thousands of parameters.
 TAGS_MAX = 4096
+#: How long a tag's attributes (MiniMax, Step-3, DSML: ``name="…" string="…"``) may be: they are read by a
+#: Python regex at a few MB/s, so a longer head has none (no name: malformed). Real heads are tens of characters.
+ATTRIBUTES_MAX = 4096
 
 
 class _Markup:
@@ -412,8 +415,11 @@ def _param_name(text: str | None) -> str | None:
 
 
 def _attributes(head: str) -> dict[str, str]:
-    """``name="x" string='true' k=v`` -> ``{"name": "x", …}``; the first of a repeated attribute wins."""
+    """``name="x" string='true' k=v`` -> ``{"name": "x", …}``; the first of a repeated attribute wins. A head
+    longer than ``ATTRIBUTES_MAX`` has none (so no name: the call is malformed)."""
     found: dict[str, str] = {}
+    if len(head) > ATTRIBUTES_MAX:
+        return found
     for m in _ATTRIBUTE.finditer(head):
         value = next(v for v in m.group(2, 3, 4) if v is not None)
         found.setdefault(m.group(1), value)
