@@ -169,6 +169,7 @@ cdef class _CSpec:
     cdef bint lex_stop[128]     # what _lex must look at outside a JSON string: closers' and literals' first
     #                             characters, quotes, backslashes, brackets (all ASCII: others are skipped)
     cdef bint strong_first[128]
+    cdef bint anchors[128]      # word openers' anchors (their literal is looked for before it)
     cdef Py_UCS4 first_chars[FIRST_MAX]
     cdef bint pair[128][128]    # some literal starts with these two (ASCII) characters
     cdef bint pair_wide[128]    # some literal starts with this character and a non-ASCII one
@@ -202,6 +203,7 @@ cdef class _CSpec:
             self.lex_stop[c] = chr(c) in '"\\{}[]'
             self.first[c] = False
             self.strong_first[c] = False
+            self.anchors[c] = False
             self.first_lo[c] = 0
             self.first_hi[c] = 0
             self.pair_wide[c] = False
@@ -242,6 +244,7 @@ cdef class _CSpec:
             if en.anchor:  # a word opener: only its anchor character is looked for
                 if en.anchor >= 128:
                     raise ValueError(f"a word opener's anchor must be ASCII: {obj.anchor!r}")
+                self.anchors[en.anchor] = True
                 if not self.first[en.anchor]:
                     if self.n_first == FIRST_MAX:
                         raise ValueError(f"at most {FIRST_MAX} distinct first characters")
@@ -818,17 +821,14 @@ cdef class StreamScrubber:
         self._line = 0
         self._lines = code_fences or self._trail
         self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
-        cdef int c, e
+        cdef int c
+        cdef bint other
         for c in range(128):
-            self._stop[c] = self._spec.first[c] or (code_fences and c == 0x60) or (
-                self._trail and (c == 0x7B or c == 0x5B))
+            other = (code_fences and c == 0x60) or (self._trail and (c == 0x7B or c == 0x5B))
+            self._stop[c] = self._spec.first[c] or other
             # a literal's first character only (no fence, bare call or word opener's anchor): it starts
             # nothing when no literal starts with it and the next two characters (_candidate's first test)
-            self._lit_only[c] = self._stop[c] and not (code_fences and c == 0x60) and not (
-                self._trail and (c == 0x7B or c == 0x5B))
-            for e in range(self._spec.n_entries, self._spec.n_all):
-                if self._spec.entries[e].anchor == c:
-                    self._lit_only[c] = False
+            self._lit_only[c] = self._spec.first[c] and not other and not self._spec.anchors[c]
 
     cdef inline int _enter(self) except -1:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
