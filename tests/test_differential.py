@@ -1495,6 +1495,47 @@ def choice_texts(case: dict) -> dict:
     return texts
 
 
+def walk(case: dict, state: dict, choice, emit, struct, sent_before) -> list:
+    """Feed a case's steps to per-choice scrubbers (``choice(i)`` makes one in ``state``): per input chunk,
+    whether it needs no change. ``emit(i, st, n)``: whether what the scrubber gave from its call ``n`` on is
+    sent; ``struct(step)``: whether a structured call's chunk goes out unchanged; ``sent_before(i, st)``:
+    whether calls went out for the choice (its finish is then rewritten). Choices that never finish are
+    flushed at the end, as ``close()`` does."""
+    same = []
+    for step in case["steps"]:
+        kind = step["kind"]
+        if kind in ("role", "usage"):
+            same.append(True)
+            continue
+        if kind == "struct":
+            same.append(struct(step))
+            continue
+        items = step["contents"].items() if kind == "text" else [(i, f["content"]) for i, f in step["finish"].items()]
+        unchanged = True
+        for i, content in items:
+            st = choice(i)
+            s = st["scrubber"]
+            if content:
+                n = len(s.calls)
+                out = s.feed(content)
+                thought = s.take_reasoning()
+                if emit(i, st, n) or out != content or thought:
+                    unchanged = False
+            if kind == "finish":
+                n = len(s.calls)
+                tail = s.flush()
+                thought = s.take_reasoning()
+                if emit(i, st, n) or tail or thought or sent_before(i, st):
+                    unchanged = False
+                del state[i]  # the choice starts afresh
+        same.append(unchanged)
+    for i, st in state.items():  # close(): the choices that did not finish are flushed
+        n = len(st["scrubber"].calls)
+        st["scrubber"].flush()
+        emit(i, st, n)
+    return same
+
+
 def reference(mod, case: dict, native: bool) -> tuple:
     """The chunk layer's rules applied step by step, with a scrubber per choice fed every delta (no screen):
 
@@ -1509,7 +1550,6 @@ def reference(mod, case: dict, native: bool) -> tuple:
     state: dict = {}
     entries: dict = {i: [] for i in choice_texts(case)}
     recovered: dict = {}
-    same = []
 
     def choice(i):
         if i not in state:
@@ -1527,45 +1567,24 @@ def reference(mod, case: dict, native: bool) -> tuple:
         recovered[i] = recovered.get(i, 0) + new
         return True
 
-    for step in case["steps"]:
-        kind = step["kind"]
-        if kind in ("role", "usage"):
-            same.append(True)
-            continue
-        if kind == "struct":
-            i, u = step["index"], step["upstream"]
-            st = choice(i)
-            if u not in st["upstream"]:
-                st["upstream"][u] = u + st["recovered"]
-                st["next"] = max(st["next"], st["upstream"][u] + 1)
-            entry = STRUCT_PARTS[step["part"]](u)
-            entries[i].append((st["upstream"][u], entry["function"].get("name"), entry["function"]["arguments"]))
-            same.append(st["upstream"][u] == u)
-            continue
-        items = step["contents"].items() if kind == "text" else [(i, f["content"]) for i, f in step["finish"].items()]
-        unchanged = True
-        for i, content in items:
-            st = choice(i)
-            s = st["scrubber"]
-            if content:
-                n = len(s.calls)
-                out = s.feed(content)
-                thought = s.take_reasoning()
-                if emit(i, st, len(s.calls) - n) or out != content or thought:
-                    unchanged = False
-            if kind == "finish":
-                n = len(s.calls)
-                tail = s.flush()
-                thought = s.take_reasoning()
-                if emit(i, st, len(s.calls) - n) or tail or thought or st["recovered"]:
-                    unchanged = False
-                del state[i]  # the choice starts afresh
-        same.append(unchanged)
-    for i, st in state.items():  # close(): the choices that did not finish are flushed
-        s = st["scrubber"]
-        n = len(s.calls)
-        s.flush()
-        emit(i, st, len(s.calls) - n)
+    def struct(step) -> bool:
+        i, u = step["index"], step["upstream"]
+        st = choice(i)
+        if u not in st["upstream"]:
+            st["upstream"][u] = u + st["recovered"]
+            st["next"] = max(st["next"], st["upstream"][u] + 1)
+        entry = STRUCT_PARTS[step["part"]](u)
+        entries[i].append((st["upstream"][u], entry["function"].get("name"), entry["function"]["arguments"]))
+        return st["upstream"][u] == u
+
+    same = walk(
+        case,
+        state,
+        choice,
+        lambda i, st, n: emit(i, st, len(st["scrubber"].calls) - n),
+        struct,
+        lambda i, st: st["recovered"],
+    )
     return same, entries, recovered
 
 
@@ -1582,7 +1601,6 @@ def reference_streamed(mod, case: dict, native: bool) -> tuple:
     opts = case["options"]
     state: dict = {}
     kinds: dict = {i: [] for i in choice_texts(case)}
-    same = []
 
     def choice(i):
         if i not in state:
@@ -1616,41 +1634,14 @@ def reference_streamed(mod, case: dict, native: bool) -> tuple:
             sent = True
         return sent
 
-    for step in case["steps"]:
-        kind = step["kind"]
-        if kind in ("role", "usage"):
-            same.append(True)
-            continue
-        if kind == "struct":
-            i, u = step["index"], step["upstream"]
-            st = choice(i)
-            if u not in st["upstream"]:
-                st["upstream"][u] = u + len(kinds[i])  # shifted past the calls sent (a streamed one from its start)
-            same.append(st["upstream"][u] == u)
-            continue
-        items = step["contents"].items() if kind == "text" else [(i, f["content"]) for i, f in step["finish"].items()]
-        unchanged = True
-        for i, content in items:
-            st = choice(i)
-            s = st["scrubber"]
-            if content:
-                n = len(s.calls)
-                out = s.feed(content)
-                thought = s.take_reasoning()
-                if emit(i, st, n) or out != content or thought:
-                    unchanged = False
-            if kind == "finish":
-                n = len(s.calls)
-                tail = s.flush()
-                thought = s.take_reasoning()
-                if emit(i, st, n) or tail or thought or kinds[i]:
-                    unchanged = False
-                del state[i]  # the choice starts afresh
-        same.append(unchanged)
-    for i, st in state.items():  # close(): the choices that did not finish are flushed
-        n = len(st["scrubber"].calls)
-        st["scrubber"].flush()
-        emit(i, st, n)
+    def struct(step) -> bool:
+        i, u = step["index"], step["upstream"]
+        st = choice(i)
+        if u not in st["upstream"]:
+            st["upstream"][u] = u + len(kinds[i])  # shifted past the calls sent (a streamed one from its start)
+        return st["upstream"][u] == u
+
+    same = walk(case, state, choice, emit, struct, lambda i, st: kinds[i])
     return same, kinds
 
 
