@@ -369,3 +369,23 @@ def test_an_xml_body_in_tool_call_closes_at_its_closer_whatever_its_quotes(impl)
     assert [c.name for c in scrubber.calls] == ["write_file", "g"]
     assert shown.startswith(" after ") and "<" not in shown
     assert shown + scrubber.flush() == " after  end"
+
+
+def test_a_tool_call_is_made_with_a_fresh_id_unless_given_and_stays_frozen():
+    import copy
+    import dataclasses
+    import pickle
+
+    from textcalls.toolcall import ToolCall
+
+    made = [ToolCall("f", "{}"), ToolCall("f", "{}", None), ToolCall(name="f", arguments="{}", id=None)]
+    ids = [c.id for c in made]
+    assert len(set(ids)) == 3 and all(i.startswith("call_") and len(i) == 27 for i in ids)
+    given = ToolCall("f", '{"a": 1}', "functions.f:0", "kimi_k2")
+    assert (given.name, given.arguments, given.id, given.dialect) == ("f", '{"a": 1}', "functions.f:0", "kimi_k2")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        given.name = "g"  # type: ignore[misc]
+    renamed = dataclasses.replace(given, name="g")
+    assert (renamed.name, renamed.id, renamed.dialect, given.name) == ("g", "functions.f:0", "kimi_k2", "f")
+    for twin in (pickle.loads(pickle.dumps(given)), copy.deepcopy(given)):
+        assert (twin.name, twin.arguments, twin.id, twin.dialect) == (given.name, given.arguments, given.id, "kimi_k2")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import sysconfig
 import threading
 from dataclasses import dataclass, field
 
@@ -14,29 +15,45 @@ __all__ = ["ToolCall", "make_call", "new_call_id", "read_from"]
 _ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
 _ID_LOCK = threading.Lock()
+_NEXT_ID = _ID_COUNTER.__next__
 
 
-def new_call_id() -> str:
-    """Return an id like ``call_3f9a0c1d2e4b0000002a``: random per process, never repeated within it."""
-    with _ID_LOCK:
-        n = next(_ID_COUNTER)
-    return f"{_ID_PREFIX}{n:010x}"
+if sysconfig.get_config_var("Py_GIL_DISABLED"):  # free-threaded: the count is shared between threads
+
+    def new_call_id() -> str:
+        """Return an id like ``call_3f9a0c1d2e4b0000002a``: random per process, never repeated within it."""
+        with _ID_LOCK:
+            n = _NEXT_ID()
+        return f"{_ID_PREFIX}{n:010x}"
+
+else:  # with the GIL, a count's next() is one atomic step
+
+    def new_call_id() -> str:
+        """Return an id like ``call_3f9a0c1d2e4b0000002a``: random per process, never repeated within it."""
+        return f"{_ID_PREFIX}{_NEXT_ID():010x}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCall:
     """One recovered call.
 
-    ``arguments`` is the JSON text of an object (the OpenAI convention). ``dialect`` names the markup it
-    was read from (a ``DIALECTS`` name, ``"bare_json"`` for a bare JSON call; ``""`` when not read from
-    markup). Two calls compare equal when their name and arguments do: the id and the dialect say where a
-    call came from, not what it is.
+    ``arguments`` is the JSON text of an object (the OpenAI convention). ``id``: a fresh one (``new_call_id``)
+    unless given. ``dialect`` names the markup it was read from (a ``DIALECTS`` name, ``"bare_json"`` for a
+    bare JSON call; ``""`` when not read from markup). Two calls compare equal when their name and arguments
+    do: the id and the dialect say where a call came from, not what it is.
     """
 
     name: str
     arguments: str
     id: str = field(default_factory=new_call_id, compare=False)
     dialect: str = field(default="", compare=False)
+
+    def __init__(self, name: str, arguments: str, id: str | None = None, dialect: str = "") -> None:
+        # the slots' own setters: what the frozen class's generated __init__ does, without a lookup per field
+        _SET_NAME(self, name)
+        _SET_ARGUMENTS(self, arguments)
+        _SET_ID(self, new_call_id() if id is None else id)
+        _SET_DIALECT(self, dialect)
 
     def to_openai(self) -> dict:
         """The ``tool_calls`` entry of an OpenAI chat message."""
@@ -45,6 +62,9 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+
+_SET_NAME, _SET_ARGUMENTS, _SET_ID, _SET_DIALECT = (ToolCall.__dict__[f].__set__ for f in ToolCall.__slots__)
 
 
 def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
