@@ -12,6 +12,7 @@ import collections
 import contextlib
 import http.client
 import io
+import itertools
 import json
 import logging
 import math
@@ -271,14 +272,19 @@ def test_an_exchange_is_timed_at_its_first_body_byte(monkeypatch):
     assert (ex.started, ex.first, ex.sent) == (10.0, 10.25, 18)
 
 
-def test_the_histogram_holds_the_first_bytes_time_not_the_whole_answers(impl, stub):
+def test_the_histogram_holds_the_first_bytes_time_not_the_whole_answers(impl, stub, monkeypatch):
+    # a clock of the test's own, one second a reading (the exchange's start, its first byte, its end): no wall
+    # clock is asserted on
+    ticks = itertools.count(1.0)
+    monkeypatch.setattr(proxy, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
     with serving(stub) as port, json_log() as out:
-        body = {"model": "paced", "messages": [], "stream": True, "tools": TOOLS, "x_events": 5, "x_delay": 0.3}
+        body = {"model": "paced", "messages": [], "stream": True, "tools": TOOLS, "x_events": 5}
         status, _, data, complete = call(port, "POST", CHAT, body)
         assert status == 200 and complete and data.endswith(b"data: [DONE]\n\n")
         (line,) = log_lines(out, 1)
         samples = scrape(port)
     assert line["outcome"] == "unchanged" and line["first_byte_ms"] < line["duration_ms"]
+    assert (line["first_byte_ms"], line["duration_ms"]) == (1000.0, 2000.0)
     buckets, total, count = histogram(samples, CHAT)
     # the one observation is the log line's first byte time (rounded there to 0.1 ms), in its own bucket
     assert count == 1 and total == pytest.approx(line["first_byte_ms"] / 1000, abs=0.001)
