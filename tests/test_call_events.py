@@ -97,8 +97,9 @@ def transcripts(draw):
     return "".join(parts), calls
 
 
-def _cuts(draw_data, text):
-    cuts = draw_data.draw(st.lists(st.integers(0, len(text)), max_size=12))
+def cuts_of(data, text):
+    """Up to 12 cuts of ``text`` as ``data`` draws them, its end included."""
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12))
     return sorted(set(cuts) | {len(text)})
 
 
@@ -165,6 +166,27 @@ def _normal(events):
     return out
 
 
+def run_drawn(data, mod, text, cuts, **options):
+    """``run``, the body of a started call read in runs of ``PIECE_MIN`` characters or at every delta, as
+    ``data`` draws."""
+    with mock.patch.object(_events, "PIECE_MIN", data.draw(st.sampled_from([1, _events.PIECE_MIN]))):
+        return run(mod, text, cuts, **options)
+
+
+def assert_same_events_on_both(data, text, option_sets):
+    """Cython and the twin give the same content, events (fresh ids in order of appearance), calls and count of
+    abandoned calls for ``text`` cut as ``data`` draws, under each of ``option_sets`` (``stream_arguments`` on)."""
+    cuts = cuts_of(data, text)
+    piece_min = data.draw(st.sampled_from([1, _events.PIECE_MIN]))
+    for options in option_sets:
+        with mock.patch.object(_events, "PIECE_MIN", piece_min):
+            c_run = run(C_IMPL, text, cuts, stream_arguments=True, **options)
+            py_run = run(_scan_py, text, cuts, stream_arguments=True, **options)
+        assert c_run[0] == py_run[0]
+        assert _normal(c_run[1]) == _normal(py_run[1])
+        assert c_run[3].calls == py_run[3].calls and c_run[3].abandoned == py_run[3].abandoned
+
+
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -173,9 +195,8 @@ SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[Heal
 @given(transcripts(), st.data())
 def test_any_split_streams_each_call_as_parse_reads_it(mod, transcript, data):
     text, written = transcript
-    cuts = _cuts(data, text)
-    with mock.patch.object(_events, "PIECE_MIN", data.draw(st.sampled_from([1, _events.PIECE_MIN]))):
-        content, events, marks, scrubber = run(mod, text, cuts, tools=TOOLS, stream_arguments=True)
+    cuts = cuts_of(data, text)
+    content, events, marks, scrubber = run_drawn(data, mod, text, cuts, tools=TOOLS, stream_arguments=True)
     whole = parse(text, tools=TOOLS)
     calls = streamed(events)
     assert [c.name for c in whole.calls] == [c.name for c in scrubber.calls] == [c[2] for c in calls]
@@ -220,16 +241,8 @@ def streamed_prefix(events):
 @SETTINGS
 @given(transcripts(), st.data())
 def test_cython_and_twin_give_the_same_events(transcript, data):
-    text, _ = transcript
-    cuts = _cuts(data, text)
-    piece_min = data.draw(st.sampled_from([1, _events.PIECE_MIN]))
-    for options in ({"tools": TOOLS}, {}, {"tools": TOOLS[:1], "unknown_tools": "drop"}):
-        with mock.patch.object(_events, "PIECE_MIN", piece_min):
-            c_run = run(C_IMPL, text, cuts, stream_arguments=True, **options)
-            py_run = run(_scan_py, text, cuts, stream_arguments=True, **options)
-        assert c_run[0] == py_run[0]
-        assert _normal(c_run[1]) == _normal(py_run[1])
-        assert c_run[3].calls == py_run[3].calls and c_run[3].abandoned == py_run[3].abandoned
+    option_sets = ({"tools": TOOLS}, {}, {"tools": TOOLS[:1], "unknown_tools": "drop"})
+    assert_same_events_on_both(data, transcript[0], option_sets)
 
 
 def test_a_long_write_file_streams_within_the_lag(impl):

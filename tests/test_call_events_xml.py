@@ -15,12 +15,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from textcalls import _events, _scan_py, parse
+from textcalls import _events, parse
 from textcalls.dialects.xml import _trim
 from textcalls.stream import ChunkRecovery, recover_stream
 
 from .conftest import IMPLS
-from .test_call_events import C_IMPL, PROSE, SETTINGS, _normal, run, streamed, streamed_prefix
+from .test_call_events import (
+    C_IMPL,
+    PROSE,
+    SETTINGS,
+    assert_same_events_on_both,
+    cuts_of,
+    run,
+    run_drawn,
+    streamed,
+    streamed_prefix,
+)
 
 _STRING = {"type": "string"}
 TOOLS = [
@@ -157,11 +167,6 @@ def transcripts(draw):
     return "".join(parts), calls
 
 
-def _cuts(data, text):
-    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12))
-    return sorted(set(cuts) | {len(text)})
-
-
 def _partial(arguments):
     """The parameters sent so far: ``arguments`` (a prefix of an object's text, cut between escapes) read."""
     if not arguments:
@@ -196,9 +201,8 @@ def check_lag(calls, events, marks):
 @given(transcripts(), st.data())
 def test_any_split_streams_each_call_as_parse_reads_it(mod, transcript, data):
     text, written = transcript
-    cuts = _cuts(data, text)
-    with mock.patch.object(_events, "PIECE_MIN", data.draw(st.sampled_from([1, _events.PIECE_MIN]))):
-        content, events, marks, scrubber = run(mod, text, cuts, tools=TOOLS, stream_arguments=True)
+    cuts = cuts_of(data, text)
+    content, events, marks, scrubber = run_drawn(data, mod, text, cuts, tools=TOOLS, stream_arguments=True)
     whole = parse(text, tools=TOOLS)
     calls = streamed(events)
     assert [(c.name, c.arguments) for c in scrubber.calls] == [(c.name, c.arguments) for c in whole.calls]
@@ -225,16 +229,8 @@ def test_any_split_streams_each_call_as_parse_reads_it(mod, transcript, data):
 @SETTINGS
 @given(transcripts(), st.data())
 def test_cython_and_twin_give_the_same_events(transcript, data):
-    text, _ = transcript
-    cuts = _cuts(data, text)
-    piece_min = data.draw(st.sampled_from([1, _events.PIECE_MIN]))
-    for options in ({"tools": TOOLS}, {}, {"tools": TOOLS[1:], "unknown_tools": "drop"}):
-        with mock.patch.object(_events, "PIECE_MIN", piece_min):
-            c_run = run(C_IMPL, text, cuts, stream_arguments=True, **options)
-            py_run = run(_scan_py, text, cuts, stream_arguments=True, **options)
-        assert c_run[0] == py_run[0]
-        assert _normal(c_run[1]) == _normal(py_run[1])
-        assert c_run[3].calls == py_run[3].calls and c_run[3].abandoned == py_run[3].abandoned
+    option_sets = ({"tools": TOOLS}, {}, {"tools": TOOLS[1:], "unknown_tools": "drop"})
+    assert_same_events_on_both(data, transcript[0], option_sets)
 
 
 def _write_file(content):

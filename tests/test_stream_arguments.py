@@ -23,7 +23,7 @@ from textcalls import _events, parse
 from textcalls.sse import SSERecovery, recover_sse
 from textcalls.stream import ChunkRecovery, arecover_stream, recover_stream
 
-from .test_call_events import FRESH, LAG, TOOLS, transcripts
+from .test_call_events import FRESH, LAG, TOOLS, cuts_of, transcripts
 
 openai = pytest.importorskip("openai", reason="the client side is the openai SDK's accumulator")
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
@@ -76,16 +76,11 @@ def fresh(call_id):
     return call_id.startswith(FRESH)
 
 
-def _cuts(data, text):
-    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12))
-    return sorted(set(cuts) | {len(text)})
-
-
 @SETTINGS
 @given(transcripts(), st.data())
 def test_the_sdk_rebuilds_the_calls_and_content_of_the_option_off(impl, transcript, data):
     text, written = transcript
-    cuts = _cuts(data, text)
+    cuts = cuts_of(data, text)
     chunks = chunks_of(text, cuts)
     machine = ChunkRecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True)
     on, fed, lag = [], 0, []  # lag: (characters pushed, {index: arguments received so far})
@@ -154,7 +149,7 @@ def sse_chunks(data):
 @given(transcripts(), st.data())
 def test_sse_in_any_byte_split_gives_the_chunks_of_chunk_recovery(impl, transcript, data):
     text, written = transcript
-    chunks = chunks_of(text, _cuts(data, text))
+    chunks = chunks_of(text, cuts_of(data, text))
     body = sse_bytes(chunks)
     splits = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=20))) | {len(body)})
     recovery = SSERecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True)
