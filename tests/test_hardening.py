@@ -240,7 +240,9 @@ def test_a_scrubber_called_from_two_threads_at_once_raises(impl, monkeypatch):
     monkeypatch.setattr(impl, "read_block", slow)
     s = impl.StreamScrubber()
     got = {}
-    first = threading.Thread(target=lambda: got.setdefault("out", s.feed("Hi " + CALL)))
+    # arguments written as JSON text: read by the grammar (read_block), not the Cython scanner's shortcut
+    call = '<tool_call>{"name": "lookup", "arguments": "{}"}</tool_call>'
+    first = threading.Thread(target=lambda: got.setdefault("out", s.feed("Hi " + call)))
     first.start()
     try:
         assert entered.wait(10)

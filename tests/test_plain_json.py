@@ -14,7 +14,7 @@ from textcalls import _scan_py
 from textcalls.dialects.jsonlike import as_written, call_from_block
 from textcalls.markers import DEEPSEEK_SEP, HERMES
 from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, decode
-from textcalls.toolcall import ToolCall, make_call
+from textcalls.toolcall import ToolCall, make_call, new_call_id
 
 try:
     from textcalls import _scan_c
@@ -258,3 +258,138 @@ def test_deepseek_arguments_as_written(impl, tc):
     for body, args in [(fenced, '{"city":  "Paris"}'), (glued, '{"city":"Paris"}')]:
         text = f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{body}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
         assert [(c.name, c.arguments) for c in tc.parse(text).calls] == [("get_weather", args)]
+
+
+# --- the Hermes call object in one pass: hermes_call (the Cython scanner's shortcut past the grammar) ---
+
+HERMES_CALLS = [
+    # (body, (name, arguments) or None: the grammar reads it), each decided by the rules of hermes_call
+    ('{"name": "f", "arguments": {"x": 1}}', ("f", '{"x": 1}')),
+    ('\u3000\n{"name": "f", "arguments": {"x": 1}}\x1c ', ("f", '{"x": 1}')),  # str.strip's whitespace
+    ('{"name": "f", "parameters": {"a":1}, "args": {"b":2}}', ("f", '{"a":1}')),  # the first key by rank
+    ('{"input": {"i":1}, "name": "f", "arguments": {"x":1}}', ("f", '{"x":1}')),
+    ('{"name": "f", "arguments": {}, "arguments": {"y": 2}}', ("f", '{"y": 2}')),  # the last of duplicates
+    ('{"name": "f", "argumentsX": {}, "arguments": {"a": 1}}', ("f", '{"a": 1}')),
+    ('{"name": " get\\u005fweather ", "arguments": {}}', ("get_weather", "{}")),  # the name decoded, stripped
+    ('{"name": "天気", "arguments": {"都市": "東京"}}', ("天気", '{"都市": "東京"}')),  # 2-byte text
+    ('{"name": "f\U0001f600", "arguments": {"e": "\U0001f600"}}', ("f\U0001f600", '{"e": "\U0001f600"}')),
+    ('{"name": "f", "arguments": {"x": 1}, "n\\u0061me": "g"}', None),  # an escaped key may be "name"
+    ('{"name": 3, "arguments": {}}', None),
+    ('{"name": "  ", "arguments": {}}', None),
+    ('{"name": "f", "arguments": []}', None),
+    ('{"name": "f", "arguments": "{}"}', None),  # JSON text in a string: the grammar reads it
+    ('{"name": "f", "arguments": {"x": 1e3}}', None),  # not plain: read and written again
+    ('{"name": "f", "argument": {"x": 1}}', None),
+    ('{"nam": "f", "arguments": {}}', None),
+    ('{"name": "f", "arguments": {}} x', None),
+    ('x {"name": "f", "arguments": {}}', None),
+    ("", None),
+    ("  ", None),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), HERMES_CALLS)
+def test_hermes_call(impl, body, expected):
+    call = impl.hermes_call(body, "longcat")
+    assert (None if call is None else (call.name, call.arguments, call.dialect)) == (
+        None if expected is None else (*expected, "longcat")
+    )
+    if expected is not None:  # the grammar's call, read in one pass
+        assert (call.name, call.arguments) == (lambda c: (c.name, c.arguments))(call_from_block(HERMES, body))
+
+
+KEYS = ["name", "arguments", "parameters", "args", "input", "n\\u0061me", "argumentsX", "x"]
+VALUES = [
+    '"f"',
+    '" g "',
+    '"  "',
+    '"h\\u0069"',
+    "3",
+    '{"a": 1}',
+    "[]",
+    "{}",
+    '"{}"',
+    "null",
+    "1e3",
+    '{"b": [1, {"c": "}"}]}',
+]
+
+
+@st.composite
+def call_objects(draw):
+    """Call objects of drawn members (keys that count, escaped keys, near misses; values of every shape)."""
+    members = draw(st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES)), max_size=5))
+    ws = st.sampled_from(["", " ", "\n", "\u3000", "\x1c"])
+    inner = ", ".join(f'"{key}":{draw(st.sampled_from(["", " "]))}{value}' for key, value in members)
+    return draw(ws) + "{" + inner + "}" + draw(ws) + draw(st.sampled_from(["", "", "x", "}"]))
+
+
+@SETTINGS
+@given(call_objects())
+def test_hermes_call_is_the_grammars_call_on_both_implementations(body):
+    py = _scan_py.hermes_call(body, "hermes")
+    got = None if py is None else (py.name, py.arguments, py.dialect)
+    if _scan_c is not None:
+        c = _scan_c.hermes_call(body, "hermes")
+        assert (None if c is None else (c.name, c.arguments, c.dialect)) == got
+    if py is not None:
+        grammar = call_from_block(HERMES, body)
+        assert grammar is not None and (grammar.name, grammar.arguments, "hermes") == got
+
+
+def test_hermes_call_ids_come_from_the_process_count(impl):
+    calls = [impl.hermes_call('{"name": "f", "arguments": {}}', "hermes") for _ in range(3)]
+    ids = [call.id for call in calls] + [new_call_id()]
+    prefix = new_call_id()[:17]
+    assert all(len(i) == 27 and i.startswith(prefix) for i in ids)
+    numbers = [int(i[17:], 16) for i in ids]
+    assert numbers == list(range(numbers[0], numbers[0] + 4))  # one count: consecutive, never repeated
+
+
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+
+@pytest.mark.parametrize(
+    ("text", "keywords", "expected", "malformed", "content"),
+    [
+        # (what the Cython scanner's shortcut must leave to the grammar, and the grammar's answer)
+        ('<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>', {}, [("f", '{"x": 1}', "hermes")], 0, ""),
+        ('<longcat_tool_call>{"name": "f", "arguments": {}}</longcat_tool_call>', {}, [("f", "{}", "longcat")], 0, ""),
+        # a name in the opener: the body must name the same tool (or be the arguments)
+        ('<tool_call name="g">{"name": "f", "arguments": {"x": 1}}</tool_call>', {}, [], 1, ""),
+        (
+            '<tool_call name="f">{"name": "f", "arguments": {"x":1}}</tool_call>',
+            {},
+            [("f", '{"x": 1}', "hermes")],
+            0,
+            "",
+        ),
+        # a tool not offered: kept as text, dropped, or accepted
+        (
+            'a <tool_call>{"name": "zz", "arguments": {}}</tool_call>',
+            {"tools": TOOLS},
+            [],
+            0,
+            'a <tool_call>{"name": "zz", "arguments": {}}</tool_call>',
+        ),
+        (
+            'a <tool_call>{"name": "zz", "arguments": {}}</tool_call>',
+            {"tools": TOOLS, "unknown_tools": "drop"},
+            [],
+            1,
+            "a",
+        ),  # removed without giving a call: counted malformed (Parsed's docstring)
+        (
+            'a <tool_call>{"name": "zz", "arguments": {}}</tool_call>',
+            {"tools": TOOLS, "unknown_tools": "accept"},
+            [("zz", "{}", "hermes")],
+            0,
+            "a",
+        ),
+        ('<tool_call>{"name": "f", "arguments": {}}</tool_call>', {"tools": TOOLS}, [("f", "{}", "hermes")], 0, ""),
+    ],
+)
+def test_hermes_blocks_read_alike_with_the_shortcut_and_without(impl, tc, text, keywords, expected, malformed, content):
+    parsed = tc.parse(text, **keywords)
+    assert [(c.name, c.arguments, c.dialect) for c in parsed.calls] == expected
+    assert (parsed.malformed, parsed.content) == (malformed, content)

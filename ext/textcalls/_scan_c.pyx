@@ -8,18 +8,26 @@ are emitted or held, and the calls.
 """
 
 cimport cython
+from json import loads as json_loads
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject_GenericSetAttr
+from libc.stdio cimport snprintf
 from libc.string cimport memchr
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
+from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
 from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX
 from textcalls.screens import may_contain_markup
+from textcalls.toolcall import ToolCall, new_call_id
+from textcalls import toolcall as _toolcall
 
-__all__ = ["StreamScrubber", "hold_from", "may_contain_markup", "plain_object", "TABLE_LIMITS"]
+__all__ = [
+    "StreamScrubber", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "scan_whole", "TABLE_LIMITS"
+]
 
 cdef extern from "Python.h":
     ctypedef unsigned char Py_UCS1
@@ -28,6 +36,8 @@ cdef extern from "Python.h":
     const void* PyUnicode_DATA(object) noexcept
     Py_ssize_t PyUnicode_GET_LENGTH(object) noexcept
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
+    bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
+    int PyUnicode_1BYTE_KIND
 
 
 cdef enum:
@@ -58,6 +68,7 @@ for _c in range(128):
 cdef Py_ssize_t C_ATTR_MAX = ATTR_MAX
 cdef Py_ssize_t C_GAP_MAX = SECTION_GAP_MAX
 cdef Py_ssize_t NEVER = (<Py_ssize_t>1) << 62
+cdef list NO_REASONING = []  # a scrubber's reasoning text before any span: always empty, never appended to
 
 
 # -- character helpers ----------------------------------------------------------------------------
@@ -161,6 +172,8 @@ cdef class _CSpec:
     cdef bint* json_end         # per block kind: ends where its JSON value ends
     cdef bint* json_strings     # per block kind
     cdef int* block_dialect     # per block kind
+    cdef bint* hermes_grammar   # per block kind: read by dialects.hermes (hermes_call may read it first)
+    cdef tuple dialect_names    # per block kind
     cdef int* marker_reasoning  # per marker kind (index in the table's markers): its Marker.reasoning
     cdef int* block_entry       # per block kind: the index of its opener in entries
     cdef bint* has_starts       # per block kind: the body's first character is restricted
@@ -175,6 +188,12 @@ cdef class _CSpec:
     cdef bint pair_wide[128]    # some literal starts with this character and a non-ASCII one
     cdef bint triple[4096]      # some literal starts with three characters of this hash (_triple)
     cdef int first_lo[128]      # entries [first_lo, first_hi) start with this character
+    # a scrubber's characters to stop at in content, by 2 * code_fences + (tools given): the literals'
+    # first characters, the backtick with code fences, '{' and '[' with tools (bare calls)
+    cdef bint stop[4][128]
+    # the same, only as some literal's first character (no fence, bare call or word opener's anchor): it
+    # starts nothing when no literal starts with it and the next two characters (_candidate's first test)
+    cdef bint lit_only[4][128]
     cdef int first_hi[128]
     cdef int n_first
     cdef Py_ssize_t longest
@@ -191,13 +210,16 @@ cdef class _CSpec:
         self.json_end = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
+        self.hermes_grammar = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.marker_reasoning = <int*>PyMem_Malloc(max(1, nm) * sizeof(int))
         self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
         if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
-                and self.marker_reasoning and self.block_entry and self.has_starts and self.starts):
+                and self.hermes_grammar and self.marker_reasoning and self.block_entry and self.has_starts
+                and self.starts):
             raise MemoryError()
+        self.dialect_names = tuple(b.dialect for b in table.blocks)
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
         for c in range(128):
             self.lex_stop[c] = chr(c) in '"\\{}[]'
@@ -278,11 +300,20 @@ cdef class _CSpec:
             if ord(text[0]) >= 128:
                 raise ValueError(f"a block or marker literal must start with an ASCII character: {text!r}")
             self.lex_stop[ord(text[0])] = True
+        cdef int variant
+        cdef bint fences, tools, other
+        for variant in range(4):
+            fences, tools = variant >= 2, variant % 2
+            for c in range(128):
+                other = (fences and c == 0x60) or (tools and (c == 0x7B or c == 0x5B))
+                self.stop[variant][c] = self.first[c] or other
+                self.lit_only[variant][c] = self.first[c] and not other and not self.anchors[c]
         for k, b in enumerate(table.blocks):
             _lit(&self.closers[k], b.closer or "")
             self.json_end[k] = b.closer is None
             self.json_strings[k] = b.json_strings
             self.block_dialect[k] = self.dialects.index(b.dialect)
+            self.hermes_grammar[k] = b.grammar == "hermes"
             self.has_starts[k] = b.starts is not None
             for c in range(128):
                 self.starts[k * 128 + c] = b.starts is not None and chr(c) in b.starts
@@ -293,6 +324,7 @@ cdef class _CSpec:
         PyMem_Free(self.json_end)
         PyMem_Free(self.json_strings)
         PyMem_Free(self.block_dialect)
+        PyMem_Free(self.hermes_grammar)
         PyMem_Free(self.marker_reasoning)
         PyMem_Free(self.block_entry)
         PyMem_Free(self.has_starts)
@@ -602,36 +634,61 @@ cdef inline Py_ssize_t _json_word(int kind, const void* d, Py_ssize_t n, Py_ssiz
     return i + k
 
 
-def plain_object(text):
-    """``(start, end, members)`` when ``text`` is one JSON object read as written, else ``None``.
+ctypedef struct Picked:  # what _plain_walk saw of a call object's members (see hermes_call)
+    Py_ssize_t name_start, name_end, args_start, args_end
+    int rank              # of the arguments key taken so far (ARGUMENT_KEYS: the first present wins)
+    bint escaped_key      # a member's key written with an escape: maybe one of these keys
 
-    As written: ``json.loads`` reads it (strict), with no number in exponent form or longer than
-    ``PLAIN_NUMBER_MAX`` characters, no ``NaN``/``Infinity``, and at most ``PLAIN_DEPTH_MAX`` levels of
-    brackets. ``text[start:end]`` is the object (JSON whitespace around it); ``members`` its top-level
-    members as ``(key, value_start, value_end)`` in order, duplicates included, ``key`` ``None`` when
-    written with an escape.
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"plain_object() expects str, not {type(text).__name__}")
+
+cdef tuple ARGUMENT_KEYS = _ARGUMENT_KEYS
+if len(ARGUMENT_KEYS) != 4:
+    raise ImportError("textcalls._scan_c reads four arguments keys: markers.ARGUMENT_KEYS has changed")
+
+
+cdef bint _key_is(int kind, const void* d, Py_ssize_t a, Py_ssize_t b, str word) noexcept:
+    """``text[a:b] == word`` for an ASCII ``word``."""
+    cdef Py_ssize_t k
+    if b - a != PyUnicode_GET_LENGTH(word):
+        return False
+    for k in range(b - a):
+        if PyUnicode_READ(kind, d, a + k) != PyUnicode_READ(PyUnicode_1BYTE_KIND, PyUnicode_DATA(word), k):
+            return False
+    return True
+
+
+cdef void _pick(Picked* picked, int kind, const void* d, Py_ssize_t key_start, Py_ssize_t key_end, bint escaped,
+                Py_ssize_t value_start, Py_ssize_t value_end) noexcept:
+    """Note a top-level member of a call object: ``name``, or the arguments under the best key so far;
+    the last of duplicates, as ``json.loads``."""
+    cdef int r
+    if escaped:
+        picked.escaped_key = True
+    elif _key_is(kind, d, key_start + 1, key_end - 1, "name"):
+        picked.name_start, picked.name_end = value_start, value_end
+    else:
+        for r in range(min(picked.rank + 1, 4)):
+            if _key_is(kind, d, key_start + 1, key_end - 1, <str>ARGUMENT_KEYS[r]):
+                picked.rank, picked.args_start, picked.args_end = r, value_start, value_end
+                break
+
+
+cdef Py_ssize_t _plain_walk(str text, Py_ssize_t i, Py_ssize_t n, list members, Picked* picked) except -2:
+    """Read the object that starts at ``text[i]`` (``{``) as written (see ``plain_object``) within ``[i, n)``;
+    return where it ends, or -1. Its top-level members go to ``members`` (unless ``None``) and ``picked``
+    (unless ``NULL``)."""
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-    cdef Py_ssize_t i = _json_ws(kind, d, n, 0), start, depth = 1, key_start, key_end, value_start = 0
+    cdef Py_ssize_t depth = 1, start, key_start = 0, key_end = 0, value_start = 0
     cdef char stack[DEPTH_ARRAY]
     cdef Expect expect = X_KEY_OR_CLOSE
-    cdef bint escaped = False
+    cdef bint escaped = False, key_escaped = False
     cdef Py_UCS4 c
-    if i >= n or PyUnicode_READ(kind, d, i) != 0x7B:
-        return None
-    start = i
     stack[1] = 0x7B
-    members = []
-    key = None
     i += 1
     while True:
         i = _json_ws(kind, d, n, i)
         if i >= n:
-            return None
+            return -1
         c = PyUnicode_READ(kind, d, i)
         if expect == X_KEY_OR_CLOSE or expect == X_KEY:
             if c == 0x7D and expect == X_KEY_OR_CLOSE:
@@ -639,22 +696,22 @@ def plain_object(text):
                 i += 1
             elif c == 0x22:
                 escaped = False
-                key_start = i
+                start = i
                 i = _json_string(kind, d, n, i, &escaped)
                 if i < 0:
-                    return None
-                key_end = i
+                    return -1
+                if depth == 1:  # a member of the object itself: its key and where its value starts
+                    key_start, key_end, key_escaped = start, i, escaped
                 i = _json_ws(kind, d, n, i)
                 if i >= n or PyUnicode_READ(kind, d, i) != 0x3A:
-                    return None
+                    return -1
                 i = _json_ws(kind, d, n, i + 1)
-                if depth == 1:  # a member of the object itself: its key and where its value starts
-                    key = None if escaped else text[key_start + 1 : key_end - 1]
+                if depth == 1:
                     value_start = i
                 expect = X_VALUE
                 continue
             else:
-                return None
+                return -1
         elif expect == X_VALUE or expect == X_VALUE_OR_CLOSE:
             if c == 0x5D and expect == X_VALUE_OR_CLOSE:
                 depth -= 1
@@ -662,7 +719,7 @@ def plain_object(text):
             elif c == 0x7B or c == 0x5B:
                 depth += 1
                 if depth > C_DEPTH_MAX:
-                    return None
+                    return -1
                 stack[depth] = <char>c
                 expect = X_KEY_OR_CLOSE if c == 0x7B else X_VALUE_OR_CLOSE
                 i += 1
@@ -678,24 +735,113 @@ def plain_object(text):
             elif c == 0x6E:
                 i = _json_word(kind, d, n, i, b"null")
             else:
-                return None
+                return -1
             if i < 0:
-                return None
+                return -1
         else:  # X_AFTER
             if c == 0x2C:
                 expect = X_KEY if stack[depth] == 0x7B else X_VALUE
                 i += 1
                 continue
             if c != (0x7D if stack[depth] == 0x7B else 0x5D):
-                return None
+                return -1
             depth -= 1
             i += 1
         # a value ended at i: a scalar, or a container closed
         if depth == 0:  # the object itself
-            return (start, i, members) if _json_ws(kind, d, n, i) == n else None
+            return i
         if depth == 1:
-            members.append((key, value_start, i))
+            if members is not None:
+                members.append((None if key_escaped else text[key_start + 1 : key_end - 1], value_start, i))
+            if picked != NULL:
+                _pick(picked, kind, d, key_start, key_end, key_escaped, value_start, i)
         expect = X_AFTER
+
+
+def plain_object(text):
+    """``(start, end, members)`` when ``text`` is one JSON object read as written, else ``None``.
+
+    As written: ``json.loads`` reads it (strict), with no number in exponent form or longer than
+    ``PLAIN_NUMBER_MAX`` characters, no ``NaN``/``Infinity``, and at most ``PLAIN_DEPTH_MAX`` levels of
+    brackets. ``text[start:end]`` is the object (JSON whitespace around it); ``members`` its top-level
+    members as ``(key, value_start, value_end)`` in order, duplicates included, ``key`` ``None`` when
+    written with an escape.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"plain_object() expects str, not {type(text).__name__}")
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t start = _json_ws(kind, d, n, 0), end
+    if start >= n or PyUnicode_READ(kind, d, start) != 0x7B:
+        return None
+    members = []
+    end = _plain_walk(text, start, n, members, NULL)
+    return (start, end, members) if end >= 0 and _json_ws(kind, d, n, end) == n else None
+
+
+cdef bytes ID_PREFIX = _toolcall._ID_PREFIX.encode("ascii")
+cdef object NEXT_ID = _toolcall._NEXT_ID  # the process's id count (toolcall.new_call_id's)
+cdef bint IDS_HERE = not _toolcall.ID_LOCKED  # with the GIL, a count's next() is one atomic step
+
+
+cdef object _new_call(str name, str arguments, str dialect):
+    """``ToolCall(name, arguments, None, dialect)``, made as its ``__init__`` makes it (the slots set through
+    their descriptors), with its id made here as ``new_call_id`` makes it, from the same count."""
+    cdef char buf[64]
+    cdef int k
+    if IDS_HERE:
+        k = snprintf(buf, sizeof(buf), "%s%010llx", <const char*>ID_PREFIX, <unsigned long long>NEXT_ID())
+        call_id = buf[:k].decode("ascii")
+    else:
+        call_id = new_call_id()
+    call = object.__new__(ToolCall)
+    PyObject_GenericSetAttr(call, "name", name)
+    PyObject_GenericSetAttr(call, "arguments", arguments)
+    PyObject_GenericSetAttr(call, "id", call_id)
+    PyObject_GenericSetAttr(call, "dialect", dialect)
+    return call
+
+
+def hermes_call(body, dialect):
+    """The call of a Hermes ``<tool_call>`` body that is a plain call object (``plain_object`` once
+    ``str.strip``-ped) with a non-blank ``name`` string and object arguments under the
+    first of ``arguments``/``parameters``/``args``/``input`` present (the last of duplicates) and no
+    member key written with an escape; its arguments kept as written, read from ``dialect``. ``None``
+    for any other body (``dialects.hermes`` reads those): where it gives a call, the grammar gives the
+    same one."""
+    cdef int kind = PyUnicode_KIND(body)
+    cdef const void* d = PyUnicode_DATA(body)
+    cdef Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(body), end
+    cdef Picked picked
+    while lo < hi and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, lo)):
+        lo += 1
+    while hi > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, hi - 1)):
+        hi -= 1
+    if lo >= hi or PyUnicode_READ(kind, d, lo) != 0x7B:
+        return None
+    picked.name_start = picked.args_start = -1
+    picked.rank = 4
+    picked.escaped_key = False
+    end = _plain_walk(body, lo, hi, None, &picked)
+    if (end != hi or picked.escaped_key or picked.name_start < 0 or picked.args_start < 0
+            or PyUnicode_READ(kind, d, picked.name_start) != 0x22
+            or PyUnicode_READ(kind, d, picked.args_start) != 0x7B):
+        return None
+    name = body[picked.name_start + 1 : picked.name_end - 1]
+    if "\\" in name:
+        name = json_loads(body[picked.name_start : picked.name_end])
+    name = name.strip()
+    return _new_call(name, body[picked.args_start : picked.args_end], dialect) if name else None
+
+
+def scan_whole(text, options):
+    """``parse``'s pass: ``(content, calls, removed, reasoning, malformed)`` of ``text`` fed to a
+    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped)."""
+    cdef StreamScrubber scrubber = StreamScrubber.__new__(StreamScrubber)
+    scrubber._setup(options)
+    content = scrubber._feed(text) + scrubber._flush()
+    return content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed
 
 
 # -- the stream state machine ---------------------------------------------------------------------
@@ -753,8 +899,11 @@ cdef class StreamScrubber:
     cdef bint _at_start       # inside a block: no non-blank character of its body seen yet
     cdef Py_ssize_t _depth
     cdef bint _reasoning      # inside a reasoning span
-    cdef object _thought      # _reasoning.Reasoning: the text not yet taken, the blocks of spans until decided
-    cdef list _reasoning_out  # _thought.out, the same list, for the hot path
+    # _reasoning.Reasoning: the text not yet taken, the blocks of spans until decided; None until a span
+    # opens (nothing to take or decide before)
+    cdef object _thought
+    cdef list _reasoning_out  # _thought.out, the same list, for the hot path (NO_REASONING before a span)
+    cdef str _calls_in_reasoning
     cdef bint _fences         # markup inside a markdown code fence (in content) is text
     cdef bint _fence          # inside a fence
     cdef Py_ssize_t _line     # the current content line's leading spaces (0-3) if it has had nothing else, else -1
@@ -773,8 +922,8 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)
     # every character that makes a delta leave the fast path: first characters, '`' with code fences, '{' and
     # '[' with tools (read in one pass over a short delta, SHORT_DELTA, instead of one search per character)
-    cdef bint _stop[128]
-    cdef bint _lit_only[128]   # _stop only as some literal's first character (see _quiet_short)
+    cdef const bint* _stop      # the spec's stop[_variant(...)]: 128 flags
+    cdef const bint* _lit_only  # _stop only as some literal's first character (see _quiet_short)
     cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
     # the body the call events have not seen: from this index of _parts on, this long; seen once this long
     cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
@@ -784,6 +933,9 @@ cdef class StreamScrubber:
             options = Options(**keywords) if keywords else DEFAULT
         elif keywords or not isinstance(options, Options):
             options = options_of({"options": options, **keywords})  # raises the error
+        self._setup(options)
+
+    cdef int _setup(self, options) except -1:
         self._spec = _cspec(options.table)
         self._ctx = options.ctx
         self._unknown = options.unknown_tools
@@ -810,25 +962,25 @@ cdef class StreamScrubber:
         if self._ctx.has_tools and not self._holding and not reasoning_started:
             self._bare = BareLead(self._ctx, max_block)
             self._holding = BARE_LEAD
-        # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
+        # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate;
+        # the same flag says that tools were given (an unknown tool's call may stay text)
         self._trail = self._ctx.has_tools
         self._bare_stop = 0
-        self._reasoning = reasoning_started
-        self._thought = Reasoning(calls_in_reasoning, max_block)
-        self._reasoning_out = self._thought.out
+        self._reasoning = False
+        self._calls_in_reasoning = calls_in_reasoning
+        self._thought = None
+        self._reasoning_out = NO_REASONING
+        if reasoning_started:
+            self._open_span()
         self._fences = code_fences
         self._fence = False
         self._line = 0
         self._lines = code_fences or self._trail
         self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
-        cdef int c
-        cdef bint other
-        for c in range(128):
-            other = (code_fences and c == 0x60) or (self._trail and (c == 0x7B or c == 0x5B))
-            self._stop[c] = self._spec.first[c] or other
-            # a literal's first character only (no fence, bare call or word opener's anchor): it starts
-            # nothing when no literal starts with it and the next two characters (_candidate's first test)
-            self._lit_only[c] = self._spec.first[c] and not other and not self._spec.anchors[c]
+        cdef int variant = 2 * code_fences + self._trail
+        self._stop = self._spec.stop[variant]
+        self._lit_only = self._spec.lit_only[variant]
+        return 0
 
     cdef inline int _enter(self) except -1:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
@@ -844,12 +996,16 @@ cdef class StreamScrubber:
     def take_reasoning(self):
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
         self._enter()
+        text = self._take_reasoning()
+        self._busy = False
+        return text
+
+    cdef str _take_reasoning(self):
         cdef list out = self._reasoning_out  # _thought.out: taken here, inline (once per delta)
         cdef Py_ssize_t n = len(out)
         text = "" if n == 0 else out[0] if n == 1 else "".join(out)
         if n:
             out.clear()
-        self._busy = False
         return text
 
     def take_events(self):
@@ -956,7 +1112,8 @@ cdef class StreamScrubber:
         self._closed = True
         out = "" if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 else self._run(self._held, True)
         # a span never closed, or blocks that ended one and no call after: they were meant
-        self._take(self._thought.end())
+        if self._thought is not None:
+            self._take(self._thought.end())
         return out
 
     cdef str _feed_held(self, str delta):
@@ -1009,7 +1166,8 @@ cdef class StreamScrubber:
         return self._feed(text)
 
     cdef int _take_bare(self, list calls) except -1:
-        self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
+        if self._thought is not None:
+            self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
         self.calls.extend(calls)
         self.removed += 1
         return 0
@@ -1047,6 +1205,16 @@ cdef class StreamScrubber:
                 self._thought.text(text)
             if self._after_block >= 0 and not _all_ws(text):
                 self._after_block = -1
+        return 0
+
+    cdef int _open_span(self) except -1:
+        """A reasoning span opens: blocks that ended the last one and had no call after were meant."""
+        if self._thought is None:
+            self._thought = Reasoning(self._calls_in_reasoning, self.max_block)
+            self._reasoning_out = self._thought.out
+        else:
+            self._take(self._thought.settle(True))
+        self._reasoning = True
         return 0
 
     cdef int _take(self, list blocks) except -1:
@@ -1209,8 +1377,7 @@ cdef class StreamScrubber:
                     self._thought.close_span()
                     self._reasoning = False
                 elif self._spec.marker_reasoning[a] > 0:
-                    self._take(self._thought.settle(True))  # reasoning again, no call in between: they were meant
-                    self._reasoning = True
+                    self._open_span()
                 p = search = b
                 continue
             # a block of kind a, body from b; one opening where a failed block was scanned is prose
@@ -1364,6 +1531,10 @@ cdef class StreamScrubber:
 
     cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
+        if calls is None and self._spec.hermes_grammar[self._kind] and "name" not in self._opener:
+            call = hermes_call(body, self._spec.dialect_names[self._kind])  # what dialects.hermes gives it
+            if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)):
+                calls = [call]
         if calls is None:
             calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
         taken = None
@@ -1374,7 +1545,8 @@ cdef class StreamScrubber:
             self._after_block = self._spec.block_dialect[self._kind]
         else:
             taken = calls
-            self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
+            if self._thought is not None:
+                self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
             self.calls.extend(calls)
             self.removed += 1
             if not calls:

@@ -10,7 +10,15 @@ from textcalls.options import Options
 from textcalls.screens import may_contain_markup as may_contain_markup
 from textcalls.toolcall import ToolCall
 
-__all__ = ["TABLE_LIMITS", "StreamScrubber", "hold_from", "may_contain_markup", "plain_object"]
+__all__ = [
+    "TABLE_LIMITS",
+    "StreamScrubber",
+    "hermes_call",
+    "hold_from",
+    "may_contain_markup",
+    "plain_object",
+    "scan_whole",
+]
 
 #: What this build's arrays hold: (longest literal, distinct first characters); import fails unless
 #: they are markers.py's (LITERAL_MAX, FIRST_CHARS_MAX).
@@ -18,6 +26,8 @@ TABLE_LIMITS: tuple[int, int]
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int: ...
 def plain_object(text: str) -> tuple[int, int, list[tuple[str | None, int, int]]] | None: ...
+def hermes_call(body: str, dialect: str) -> ToolCall | None: ...
+def scan_whole(text: str, options: Options) -> tuple[str, list[ToolCall], int, str, int]: ...
 
 class StreamScrubber:
     def __init__(

@@ -25,13 +25,13 @@ from ._table import (
     table_for,
     word_tail,
 )
-from .markers import ATTR_MAX, SECTION_GAP_MAX, WHITESPACE
+from .markers import ARGUMENT_KEYS, ATTR_MAX, SECTION_GAP_MAX, WHITESPACE
 from .options import DEFAULT, Options, options_of
 from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX
 from .screens import may_contain_markup
 from .toolcall import ToolCall
 
-__all__ = ["StreamScrubber", "hold_from", "may_contain_markup", "plain_object"]
+__all__ = ["StreamScrubber", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "scan_whole"]
 
 # what the scrubber holds at a message's start or end (``_holding``), as in the Cython scanner's Holding
 NOT_HOLDING = 0  # nothing: the scanner reads every delta
@@ -159,6 +159,46 @@ def plain_object(text: str) -> tuple[int, int, list[tuple[str | None, int, int]]
                 return None
             i = _json_ws(text, i + 1)
     return (start, i, members) if _json_ws(text, i) == len(text) else None
+
+
+_ARGUMENT_RANK = {key: rank for rank, key in enumerate(ARGUMENT_KEYS)}
+
+
+def hermes_call(body: str, dialect: str) -> ToolCall | None:
+    """The call of a Hermes ``<tool_call>`` body that is a plain call object (``plain_object`` once
+    ``str.strip``-ped) with a non-blank ``name`` string and object arguments under the
+    first of ``arguments``/``parameters``/``args``/``input`` present (the last of duplicates) and no
+    member key written with an escape; its arguments kept as written, read from ``dialect``. ``None``
+    for any other body (``dialects.hermes`` reads those): where it gives a call, the grammar gives the
+    same one."""
+    text = body.strip()
+    plain = plain_object(text) if text.startswith("{") else None
+    if plain is None:
+        return None
+    name_span = args_span = None
+    rank = len(ARGUMENT_KEYS)
+    for key, start, end in plain[2]:  # the last of duplicates, as json.loads
+        if key is None:  # written with an escape: maybe "name" or an arguments key
+            return None
+        if key == "name":
+            name_span = (start, end)
+        elif _ARGUMENT_RANK.get(key, rank + 1) <= rank:
+            rank, args_span = _ARGUMENT_RANK[key], (start, end)
+    if name_span is None or args_span is None or text[name_span[0]] != '"' or text[args_span[0]] != "{":
+        return None
+    name = text[name_span[0] + 1 : name_span[1] - 1]
+    if "\\" in name:
+        name = json.loads(text[name_span[0] : name_span[1]])
+    name = name.strip()
+    return ToolCall(name, text[args_span[0] : args_span[1]], None, dialect) if name else None
+
+
+def scan_whole(text: str, options: Options) -> tuple[str, list[ToolCall], int, str, int]:
+    """``parse``'s pass: ``(content, calls, removed, reasoning, malformed)`` of ``text`` fed to a
+    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped)."""
+    scrubber = StreamScrubber(options=options)
+    content = scrubber.feed(text) + scrubber.flush()
+    return content, scrubber.calls, scrubber.removed, scrubber.take_reasoning(), scrubber.malformed
 
 
 class _Spec:

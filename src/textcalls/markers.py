@@ -81,6 +81,8 @@ DEEPSEEK = "deepseek"
 
 HERMES_OPEN = "<tool_call"
 HERMES_CLOSE = "</tool_call>"
+#: Keys that may hold a call object's arguments, by priority (the first present wins).
+ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 DEEPSEEK_OPEN = "<\uff5ctool\u2581call\u2581begin\uff5c>"
 DEEPSEEK_CLOSE = "<\uff5ctool\u2581call\u2581end\uff5c>"
 DEEPSEEK_SECTION_OPEN = "<\uff5ctool\u2581calls\u2581begin\uff5c>"

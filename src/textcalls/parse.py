@@ -94,7 +94,5 @@ def parse(
                 break
         else:  # nothing in it can begin markup: what the scrubber would give, without it
             return Parsed(text.strip(), [], 0)
-    scrubber = _scan.impl.StreamScrubber(options=options)
-    content = scrubber.feed(text) + scrubber.flush()
-    reasoning = scrubber.take_reasoning().strip()
-    return Parsed(content.strip(), scrubber.calls, scrubber.removed, reasoning, scrubber.malformed)
+    content, calls, removed, reasoning, malformed = _scan.impl.scan_whole(text, options)
+    return Parsed(content.strip(), calls, removed, reasoning.strip(), malformed)

@@ -16,9 +16,12 @@ _ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
 _ID_LOCK = threading.Lock()
 _NEXT_ID = _ID_COUNTER.__next__
+#: free-threaded: the count is shared between threads, so taking a number takes the lock (the Cython
+#: scanner, which makes ids from the same count, then calls ``new_call_id``)
+ID_LOCKED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
-if sysconfig.get_config_var("Py_GIL_DISABLED"):  # free-threaded: the count is shared between threads
+if ID_LOCKED:
 
     def new_call_id() -> str:
         """Return an id like ``call_3f9a0c1d2e4b0000002a``: random per process, never repeated within it."""

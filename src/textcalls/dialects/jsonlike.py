@@ -25,7 +25,7 @@ import re
 from typing import cast
 
 from .. import _scan
-from ..markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
+from ..markers import ARGUMENT_KEYS, DEEPSEEK, DEEPSEEK_SEP, HERMES
 from ..relaxed_json import NO_VALUE, decode, strip_fence
 from ..toolcall import ToolCall, make_call
 from .context import Context
@@ -51,9 +51,6 @@ __all__ = [
     "wrapped_call",
 ]
 
-#: Keys that may hold a call object's arguments, by priority.
-_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
-_ARGUMENT_RANK = {key: rank for rank, key in enumerate(_ARGUMENT_KEYS)}
 #: Keys a call object may have inside a ``wrapped_call`` wrapper (an ordinary word, so be strict).
 _WRAPPED_KEYS = frozenset({"name", "arguments", "id", "type"})
 #: An inner ``<json>…</json>`` inside a wrapper (llama.cpp accepts ``<xml><json>{…}</json></xml>``).
@@ -120,34 +117,11 @@ def deepseek(opener: str, body: str, ctx: Context) -> list[ToolCall]:
 
 def _hermes_body(body: str) -> ToolCall | None:
     """``{"name": ..., "arguments": ...}``: arguments under the first key present, maybe as JSON text."""
-    text = body.strip()
-    plain = _scan.impl.plain_object(text)
-    call = None if plain is None else _plain_call_object(text, plain[2])
+    call = _scan.impl.hermes_call(body, "")  # a plain call object: its arguments kept as written
     if call is not None:
         return call
-    value = decode(text)
+    value = decode(body.strip())
     return _call_object(value) if isinstance(value, dict) else None
-
-
-def _plain_call_object(text: str, members: list) -> ToolCall | None:
-    """The call of a plain call object (``_scan.impl.plain_object``) whose arguments are an object, kept as
-    written; ``None`` for any other shape (read by ``_call_object`` then, as JSON values)."""
-    name_span = args_span = None
-    rank = len(_ARGUMENT_KEYS)  # of the arguments key taken so far: the first of _ARGUMENT_KEYS present wins
-    for key, start, end in members:  # the last of duplicates, as json.loads
-        if key == "name":
-            name_span = (start, end)
-        elif key in _ARGUMENT_RANK:
-            if _ARGUMENT_RANK[key] <= rank:
-                rank, args_span = _ARGUMENT_RANK[key], (start, end)
-        elif key is None:  # written with an escape: maybe "name" or an arguments key
-            return None
-    if name_span is None or args_span is None or text[name_span[0]] != '"' or text[args_span[0]] != "{":
-        return None
-    name = text[name_span[0] + 1 : name_span[1] - 1]
-    if "\\" in name:
-        name = json.loads(text[name_span[0] : name_span[1]])
-    return ToolCall(name.strip(), text[args_span[0] : args_span[1]]) if name.strip() else None
 
 
 def as_written(name: object, text: str, call_id: str | None = None) -> ToolCall | None:
@@ -178,9 +152,9 @@ def _deepseek_body(body: str) -> ToolCall | None:
 
 
 def _call_object(call: dict, call_id: str | None = None) -> ToolCall | None:
-    """The call of a call object: ``name``, and the arguments under the first of ``_ARGUMENT_KEYS``
+    """The call of a call object: ``name``, and the arguments under the first of ``ARGUMENT_KEYS``
     present (missing, ``null`` or ``""``: ``{}``; a string: the JSON object it holds)."""
-    args = next((call[key] for key in _ARGUMENT_KEYS if key in call), None)
+    args = next((call[key] for key in ARGUMENT_KEYS if key in call), None)
     if args is None or args == "":
         args = {}
     elif isinstance(args, str):
@@ -498,7 +472,7 @@ def named_arguments(name: str, body: str) -> list[ToolCall]:
     ``[]`` if the body is not an object."""
     text = strip_fence(body).strip()
     value = decode(text) if text else {}
-    if isinstance(value, dict) and "name" in value and value.keys() & _ARGUMENT_KEYS and value.keys() <= _CALL_KEYS:
+    if isinstance(value, dict) and "name" in value and value.keys() & ARGUMENT_KEYS and value.keys() <= _CALL_KEYS:
         same = isinstance(value["name"], str) and value["name"].strip() == name.strip()
         call = _object_call(value) if same else None
         return [] if call is None else [call]
@@ -506,7 +480,7 @@ def named_arguments(name: str, body: str) -> list[ToolCall]:
     return [] if call is None else [call]
 
 
-_CALL_KEYS = frozenset({*_ARGUMENT_KEYS, "name", "id", "type"})
+_CALL_KEYS = frozenset({*ARGUMENT_KEYS, "name", "id", "type"})
 
 
 _NAME_HEAD = re.compile(r"\s*(?P<name>[^\s{}\[\]<>\"'`]+)\s*")
