@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from textcalls import _scan_py
 from textcalls.dialects.jsonlike import as_written, call_from_block
-from textcalls.markers import DEEPSEEK_SEP, HERMES
+from textcalls.markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, decode
 from textcalls.toolcall import ToolCall, make_call, new_call_id
 
@@ -393,3 +393,96 @@ def test_hermes_blocks_read_alike_with_the_shortcut_and_without(impl, tc, text, 
     parsed = tc.parse(text, **keywords)
     assert [(c.name, c.arguments, c.dialect) for c in parsed.calls] == expected
     assert (parsed.malformed, parsed.content) == (malformed, content)
+
+
+# --- DeepSeek bodies in one pass: deepseek_call -------------------------------------------------------
+
+SEP = DEEPSEEK_SEP
+ASCII_SEP = DEEPSEEK_SEP.replace("\uff5c", "|")
+DEEPSEEK_CALLS = [
+    # (body, (name, arguments) or None: the grammar reads it), each decided by the rules of deepseek_call
+    (f'get_weather{SEP}{{"city": "Paris"}}', ("get_weather", '{"city": "Paris"}')),  # V3.1
+    (f' f {SEP} {{"a":1}}\n', ("f", '{"a":1}')),  # the name stripped, JSON whitespace around the object
+    (f'function{SEP}get_weather\n```json\n{{"a": 1}}\n```', ("get_weather", '{"a": 1}')),  # V3, fenced
+    (f'function{SEP}f\n```JSON \n{{"a":1}}\n```\n', ("f", '{"a":1}')),
+    (f'function{SEP}f\n{{"a":1}}  ', ("f", '{"a":1}')),  # V3, no fence
+    (f'天気{SEP}{{"都市": "東京"}}', ("天気", '{"都市": "東京"}')),
+    (f'function{SEP}f\n```py\n{{"a":1}}\n```', None),  # not a JSON fence: the grammar reads it
+    (f'f{SEP}\u3000{{"a":1}}', None),  # not JSON whitespace before the object: read and written again
+    (f'f{SEP}```json\n{{"a":1}}\n```', None),  # a fence right after the separator: read and written again
+    (f'f{SEP}```\n{{"a":1}}', None),  # the same, never closed: "```" is not the name
+    (f'f{SEP}{{"a": 1e3}}', None),
+    (f'  {SEP}{{"a":1}}', None),  # no name
+    (f"function{SEP}f", None),  # no arguments: the grammar gives {}
+    (f"function{SEP}f\n   ", None),
+    (f'f{ASCII_SEP}{{"a":1}}', None),  # the grammar reads ASCII separators (after an ASCII opener)
+    ('{"name": "f", "arguments": {}}', None),  # no separator: a Hermes body
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), DEEPSEEK_CALLS)
+def test_deepseek_call(impl, body, expected):
+    call = impl.deepseek_call(body, "deepseek")
+    assert (None if call is None else (call.name, call.arguments, call.dialect)) == (
+        None if expected is None else (*expected, "deepseek")
+    )
+    if expected is not None:
+        assert (call.name, call.arguments) == (lambda c: (c.name, c.arguments))(call_from_block(DEEPSEEK, body))
+
+
+@st.composite
+def deepseek_bodies(draw):
+    """DeepSeek bodies of drawn parts: V3.1 and V3 heads, separators, fences, objects, whitespace."""
+    ws = st.sampled_from(["", " ", "\n", "\u3000"])
+    head = draw(st.sampled_from(["f", " f ", "", "function", "天気"])) + draw(
+        st.sampled_from([SEP, SEP, ASCII_SEP, ""])
+    )
+    if draw(st.booleans()):
+        head += draw(st.sampled_from(["g", " g", ""])) + draw(st.sampled_from(["\n", "\n", "", " "]))
+    fence = draw(st.sampled_from(["", "", "```json\n", "```\n", "``` JSON\n", "```py\n"]))
+    value = draw(st.sampled_from(VALUES))
+    close = draw(st.sampled_from(["", "\n```", "```"])) if fence else ""
+    return head + draw(ws) + fence + value + close + draw(ws)
+
+
+@SETTINGS
+@given(deepseek_bodies())
+def test_deepseek_call_is_the_grammars_call_on_both_implementations(body):
+    py = _scan_py.deepseek_call(body, "deepseek")
+    got = None if py is None else (py.name, py.arguments, py.dialect)
+    if _scan_c is not None:
+        c = _scan_c.deepseek_call(body, "deepseek")
+        assert (None if c is None else (c.name, c.arguments, c.dialect)) == got
+    if py is not None:
+        grammar = call_from_block(DEEPSEEK, body)
+        assert grammar is not None and (grammar.name, grammar.arguments, "deepseek") == got
+
+
+BEGIN, END = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "malformed"),
+    [
+        (f'{BEGIN}f{SEP}{{"a":1}}{END}', [("f", '{"a":1}', "deepseek")], 0),
+        # ASCII markers: the grammar reads the ASCII separator
+        (
+            f'{BEGIN.replace(chr(0xFF5C), "|")}f{ASCII_SEP}{{"a":1}}{END.replace(chr(0xFF5C), "|")}',
+            [("f", '{"a":1}', "deepseek")],
+            0,
+        ),
+        # an ASCII opener: the grammar makes every separator full-width first, so the call's name is all
+        # that follows the first one (and no arguments follow a line break)
+        (
+            f'{BEGIN.replace(chr(0xFF5C), "|")}f{ASCII_SEP}g{SEP}{{"a":1}}{END.replace(chr(0xFF5C), "|")}',
+            [(f'g{SEP}{{"a":1}}', "{}", "deepseek")],
+            0,
+        ),
+        # a full-width opener with an ASCII separator: no separator to the grammar, so no call
+        (f'{BEGIN}f{ASCII_SEP}{{"a":1}}{END}', [], 1),
+    ],
+)
+def test_deepseek_blocks_read_alike_with_the_shortcut_and_without(impl, tc, text, expected, malformed):
+    parsed = tc.parse(text)
+    assert [(c.name, c.arguments, c.dialect) for c in parsed.calls] == expected
+    assert (parsed.malformed, parsed.content) == (malformed, "")

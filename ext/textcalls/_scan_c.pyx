@@ -16,6 +16,7 @@ from libc.string cimport memchr
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
 from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
+from textcalls.markers import DEEPSEEK_SEP
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
@@ -26,7 +27,8 @@ from textcalls.toolcall import ToolCall, new_call_id
 from textcalls import toolcall as _toolcall
 
 __all__ = [
-    "StreamScrubber", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "scan_whole", "TABLE_LIMITS"
+    "StreamScrubber", "deepseek_call", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "scan_whole",
+    "TABLE_LIMITS",
 ]
 
 cdef extern from "Python.h":
@@ -68,6 +70,7 @@ for _c in range(128):
 cdef Py_ssize_t C_ATTR_MAX = ATTR_MAX
 cdef Py_ssize_t C_GAP_MAX = SECTION_GAP_MAX
 cdef Py_ssize_t NEVER = (<Py_ssize_t>1) << 62
+cdef str DEEPSEEK_SEP_C = DEEPSEEK_SEP
 cdef list NO_REASONING = []  # a scrubber's reasoning text before any span: always empty, never appended to
 
 
@@ -172,7 +175,7 @@ cdef class _CSpec:
     cdef bint* json_end         # per block kind: ends where its JSON value ends
     cdef bint* json_strings     # per block kind
     cdef int* block_dialect     # per block kind
-    cdef bint* hermes_grammar   # per block kind: read by dialects.hermes (hermes_call may read it first)
+    cdef int* one_pass          # per block kind: ONE_PASS_HERMES/_DEEPSEEK when read by dialects.hermes/deepseek
     cdef tuple dialect_names    # per block kind
     cdef int* marker_reasoning  # per marker kind (index in the table's markers): its Marker.reasoning
     cdef int* block_entry       # per block kind: the index of its opener in entries
@@ -210,13 +213,13 @@ cdef class _CSpec:
         self.json_end = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
-        self.hermes_grammar = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
+        self.one_pass = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.marker_reasoning = <int*>PyMem_Malloc(max(1, nm) * sizeof(int))
         self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
         if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
-                and self.hermes_grammar and self.marker_reasoning and self.block_entry and self.has_starts
+                and self.one_pass and self.marker_reasoning and self.block_entry and self.has_starts
                 and self.starts):
             raise MemoryError()
         self.dialect_names = tuple(b.dialect for b in table.blocks)
@@ -313,7 +316,8 @@ cdef class _CSpec:
             self.json_end[k] = b.closer is None
             self.json_strings[k] = b.json_strings
             self.block_dialect[k] = self.dialects.index(b.dialect)
-            self.hermes_grammar[k] = b.grammar == "hermes"
+            self.one_pass[k] = ONE_PASS_HERMES if b.grammar == "hermes" else (
+                ONE_PASS_DEEPSEEK if b.grammar == "deepseek" else NO_ONE_PASS)
             self.has_starts[k] = b.starts is not None
             for c in range(128):
                 self.starts[k * 128 + c] = b.starts is not None and chr(c) in b.starts
@@ -324,7 +328,7 @@ cdef class _CSpec:
         PyMem_Free(self.json_end)
         PyMem_Free(self.json_strings)
         PyMem_Free(self.block_dialect)
-        PyMem_Free(self.hermes_grammar)
+        PyMem_Free(self.one_pass)
         PyMem_Free(self.marker_reasoning)
         PyMem_Free(self.block_entry)
         PyMem_Free(self.has_starts)
@@ -803,7 +807,7 @@ cdef object _new_call(str name, str arguments, str dialect):
     return call
 
 
-def hermes_call(body, dialect):
+def hermes_call(str body not None, str dialect not None):
     """The call of a Hermes ``<tool_call>`` body that is a plain call object (``plain_object`` once
     ``str.strip``-ped) with a non-blank ``name`` string and object arguments under the
     first of ``arguments``/``parameters``/``args``/``input`` present (the last of duplicates) and no
@@ -844,7 +848,71 @@ def scan_whole(text, options):
     return content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed
 
 
+cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect):
+    """``jsonlike.as_written(name, text[lo:hi])`` with ``dialect``: the call when that text is a plain object
+    (JSON whitespace around it) and ``name`` is not blank; else ``None``."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t start = _json_ws(kind, d, hi, lo), end
+    if start >= hi or PyUnicode_READ(kind, d, start) != 0x7B:
+        return None
+    end = _plain_walk(text, start, hi, None, NULL)
+    if end < 0 or _json_ws(kind, d, hi, end) != hi:
+        return None
+    name = name.strip()
+    return _new_call(name, text[start:end], dialect) if name else None
+
+
+cdef Py_ssize_t _skip_space(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept:
+    """The first index from ``i`` whose character ``str.strip`` keeps; ``n`` if none."""
+    while i < n and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, i)):
+        i += 1
+    return i
+
+
+cdef Py_ssize_t _back_space(int kind, const void* d, Py_ssize_t lo, Py_ssize_t i) noexcept:
+    """The index after the last character before ``i`` (from ``lo``) that ``str.strip`` keeps; ``lo`` if none."""
+    while i > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, i - 1)):
+        i -= 1
+    return i
+
+
+def deepseek_call(str body not None, str dialect not None):
+    """The call of a DeepSeek body (``<｜tool▁sep｜>`` written full-width) whose arguments are a plain object
+    (``plain_object``) the grammar keeps as written: ``NAME<sep>{args}``, or ``TYPE<sep>NAME`` and a line
+    break before the object, maybe in one `` ```json `` fence; read from ``dialect``. ``None`` for any
+    other body (``dialects.deepseek`` reads those): where it gives a call, the grammar gives the same one."""
+    cdef int kind = PyUnicode_KIND(body)
+    cdef const void* d = PyUnicode_DATA(body)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(body), i, j, k, nl, lo, hi, a, b
+    i = body.find(DEEPSEEK_SEP_C)
+    if i < 0:
+        return None
+    j = i + PyUnicode_GET_LENGTH(DEEPSEEK_SEP_C)
+    k = _skip_space(kind, d, j, n)
+    if k < n and PyUnicode_READ(kind, d, k) == 0x7B:  # NAME<sep>{args}
+        return _written_call(body[:i], body, j, n, dialect)
+    if body.startswith("```", k):  # a fence right after the separator: the grammar reads it
+        return None
+    nl = body.find("\n", j)  # TYPE<sep>NAME, then the arguments on the lines after
+    if nl < 0:
+        return None
+    lo, hi = nl + 1, n
+    a, b = _skip_space(kind, d, lo, n), _back_space(kind, d, lo, n)  # relaxed_json.strip_fence
+    k = body.find("\n", a, b)
+    if k >= 0 and body.startswith("```", a) and body.endswith("```", a, b) and (
+            body[a + 3 : k].strip().lower() in ("", "json")):
+        lo, hi = k + 1, b - 3
+    return _written_call(body[j:nl], body, lo, hi, dialect)
+
+
 # -- the stream state machine ---------------------------------------------------------------------
+
+cdef enum:  # the grammars whose plain call objects the scanner reads in one pass (_CSpec.one_pass)
+    NO_ONE_PASS
+    ONE_PASS_HERMES
+    ONE_PASS_DEEPSEEK
+
 
 cdef enum Holding:
     NOT_HOLDING   # nothing: the scanner reads every delta
@@ -1531,10 +1599,16 @@ cdef class StreamScrubber:
 
     cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:
         """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
-        if calls is None and self._spec.hermes_grammar[self._kind] and "name" not in self._opener:
-            call = hermes_call(body, self._spec.dialect_names[self._kind])  # what dialects.hermes gives it
-            if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)):
-                calls = [call]
+        cdef int one_pass = self._spec.one_pass[self._kind]
+        call = None  # what the block's grammar gives it, read in one pass (read_block reads what that declines)
+        if calls is not None or one_pass == NO_ONE_PASS:
+            pass
+        elif one_pass == ONE_PASS_HERMES and "name" not in self._opener:  # no name="..." in the opener
+            call = hermes_call(body, self._spec.dialect_names[self._kind])
+        elif one_pass == ONE_PASS_DEEPSEEK and "\uff5c" in self._opener:  # a full-width opener: no ASCII separators
+            call = deepseek_call(body, self._spec.dialect_names[self._kind])
+        if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)):
+            calls = [call]
         if calls is None:
             calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
         taken = None

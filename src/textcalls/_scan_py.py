@@ -25,13 +25,21 @@ from ._table import (
     table_for,
     word_tail,
 )
-from .markers import ARGUMENT_KEYS, ATTR_MAX, SECTION_GAP_MAX, WHITESPACE
+from .markers import ARGUMENT_KEYS, ATTR_MAX, DEEPSEEK_SEP, SECTION_GAP_MAX, WHITESPACE
 from .options import DEFAULT, Options, options_of
-from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX
+from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, strip_fence
 from .screens import may_contain_markup
 from .toolcall import ToolCall
 
-__all__ = ["StreamScrubber", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "scan_whole"]
+__all__ = [
+    "StreamScrubber",
+    "deepseek_call",
+    "hermes_call",
+    "hold_from",
+    "may_contain_markup",
+    "plain_object",
+    "scan_whole",
+]
 
 # what the scrubber holds at a message's start or end (``_holding``), as in the Cython scanner's Holding
 NOT_HOLDING = 0  # nothing: the scanner reads every delta
@@ -191,6 +199,23 @@ def hermes_call(body: str, dialect: str) -> ToolCall | None:
         name = json.loads(text[name_span[0] : name_span[1]])
     name = name.strip()
     return ToolCall(name, text[args_span[0] : args_span[1]], None, dialect) if name else None
+
+
+def deepseek_call(body: str, dialect: str) -> ToolCall | None:
+    """The call of a DeepSeek body (``<｜tool▁sep｜>`` written full-width) whose arguments are a plain object
+    (``plain_object``) the grammar keeps as written: ``NAME<sep>{args}``, or ``TYPE<sep>NAME`` and a line
+    break before the object, maybe in one `` ```json `` fence; read from ``dialect``. ``None`` for any
+    other body (``dialects.deepseek`` reads those): where it gives a call, the grammar gives the same one."""
+    name, sep, tail = body.partition(DEEPSEEK_SEP)
+    if not sep or tail.lstrip().startswith("```"):
+        return None
+    if not tail.lstrip().startswith("{"):  # TYPE<sep>NAME, then the arguments on the lines after
+        name, _, tail = tail.partition("\n")
+        tail = strip_fence(tail)
+    plain = plain_object(tail)
+    if plain is None or not name.strip():
+        return None
+    return ToolCall(name.strip(), tail[plain[0] : plain[1]], None, dialect)
 
 
 def scan_whole(text: str, options: Options) -> tuple[str, list[ToolCall], int, str, int]:

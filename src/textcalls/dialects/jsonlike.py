@@ -139,6 +139,9 @@ def as_written(name: object, text: str, call_id: str | None = None) -> ToolCall 
 
 def _deepseek_body(body: str) -> ToolCall | None:
     """V3.1 ``NAME<sep>{args}``, V3 ``TYPE<sep>NAME\\n```json {args}```; no separator: a JSON body."""
+    call = _scan.impl.deepseek_call(body, "")  # plain arguments: kept as written
+    if call is not None:
+        return call
     head, sep, tail = body.partition(DEEPSEEK_SEP)
     if not sep:
         return _hermes_body(body)
