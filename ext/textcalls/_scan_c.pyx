@@ -39,6 +39,8 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object) noexcept
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
     bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
+    bint PyUnicode_CheckExact(object) noexcept
+    object PyUnicode_FromObject(object)
     int PyUnicode_1BYTE_KIND
 
 
@@ -333,6 +335,14 @@ cdef class _CSpec:
         PyMem_Free(self.block_entry)
         PyMem_Free(self.has_starts)
         PyMem_Free(self.starts)
+
+    cdef inline bint starts_nothing(self, int kind, const void* d, Py_ssize_t n, Py_ssize_t i, Py_UCS4 c) noexcept:
+        """No literal starts with ``d[i]`` (``c``, ASCII) and the two characters after it, or the one there is
+        (``i + 1 < n``): ``_candidate``'s first tests."""
+        cdef Py_UCS4 c2 = PyUnicode_READ(kind, d, i + 1)
+        if i + 2 < n:
+            return not self.triple[_triple(c, c2, PyUnicode_READ(kind, d, i + 2))]
+        return not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2])
 
     cdef inline int lower_bound(self, int lo, int hi, Py_UCS4 c2) noexcept:
         """The first entry in [lo, hi) (sorted by second character) whose second character is >= c2."""
@@ -1112,28 +1122,37 @@ cdef class StreamScrubber:
         cdef const void* data
         if not isinstance(delta, str):
             raise TypeError(f"feed() expects str, not {type(delta).__name__}")
+        if not PyUnicode_CheckExact(delta):  # a subclass: its characters, as a str
+            delta = PyUnicode_FromObject(delta)
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._holding:
             return self._feed_held(delta)
-        if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 and not self._reasoning:
-            n = PyUnicode_GET_LENGTH(delta)
-            kind = PyUnicode_KIND(delta)
-            data = PyUnicode_DATA(delta)
-            if (self._quiet_short(kind, data, n) if n <= SHORT_DELTA else self._quiet(kind, data, n)) and (
-                    self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n):
-                if self._after_block >= 0 and not _all_ws(delta):
-                    self._after_block = -1
-                if self._lines:
-                    self._line = _line_after(self._line, kind, data, 0, n)
-                self._pos += n
-                return delta
-        return self._run(self._held + delta, False)
+        if self._opener is not None or self._reasoning:
+            return self._run(self._held + delta, False)
+        if PyUnicode_GET_LENGTH(self._held):  # a held candidate: the text is it and the delta
+            if PyUnicode_GET_LENGTH(self._held) + PyUnicode_GET_LENGTH(delta) > SHORT_DELTA:
+                return self._run(self._held + delta, False)
+            delta = self._held + delta
+            self._held = ""
+        # what _run would give when nothing in the text can begin markup: the text itself
+        n = PyUnicode_GET_LENGTH(delta)
+        kind = PyUnicode_KIND(delta)
+        data = PyUnicode_DATA(delta)
+        if (self._quiet_short(kind, data, n) if n <= SHORT_DELTA else self._quiet(kind, data, n)) and (
+                self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n):
+            if self._after_block >= 0 and not _all_ws(delta):
+                self._after_block = -1
+            if self._lines:
+                self._line = _line_after(self._line, kind, data, 0, n)
+            self._pos += n
+            return delta
+        return self._run(delta, False)
 
     cdef inline bint _quiet_short(self, int kind, const void* data, Py_ssize_t n) noexcept:
         """No character of ``_stop`` in the delta, but for literals' first characters that start nothing
-        (no literal starts with it and the two characters after it, as ``_candidate`` tests first: ``<div``):
-        one pass."""
+        (no literal starts with it and the one or two characters after it, as ``_candidate`` tests first:
+        ``<div``, ``a <d``): one pass."""
         cdef const Py_UCS1* p1
         cdef Py_UCS4 c
         cdef Py_ssize_t k
@@ -1141,15 +1160,13 @@ cdef class StreamScrubber:
             p1 = <const Py_UCS1*>data
             for k in range(n):
                 if p1[k] < 128 and self._stop[p1[k]] and not (
-                        self._lit_only[p1[k]] and k + 2 < n
-                        and not self._spec.triple[_triple(p1[k], p1[k + 1], p1[k + 2])]):
+                        self._lit_only[p1[k]] and k + 1 < n and self._spec.starts_nothing(kind, data, n, k, p1[k])):
                     return False
             return True
         for k in range(n):
             c = PyUnicode_READ(kind, data, k)
             if c < 128 and self._stop[c] and not (
-                    self._lit_only[c] and k + 2 < n and not self._spec.triple[_triple(
-                        c, PyUnicode_READ(kind, data, k + 1), PyUnicode_READ(kind, data, k + 2))]):
+                    self._lit_only[c] and k + 1 < n and self._spec.starts_nothing(kind, data, n, k, c)):
                 return False
         return True
 
