@@ -95,3 +95,23 @@ def test_gateway_helpers_share_one_options(impl, tc):
     given = Options(tools=TOOLS)
     assert tc.ChunkRecovery(native=True, has_tools=True, options=given).options is given
     assert tc.SSERecovery(native=True, has_tools=True, options=given).chunks.options is given
+
+
+def test_options_pickle_and_copy_as_their_keywords_after_use(impl):
+    import copy
+    import pickle
+
+    options = Options(tools=TOOLS, code_fences=False, max_block=500, formats=["hermes"], stream_arguments=True)
+    text = "a\n```\n" + XML + "\n```\nb"
+    first = parse(text, options=options)  # the options now hold what the scanners built from them
+    for again in (pickle.loads(pickle.dumps(options)), copy.deepcopy(options), copy.copy(options)):
+        assert again is not options and repr(again) == repr(options)
+        assert (again.max_block, again.formats, again.tools, again.code_fences, again.stream_arguments) == (
+            500,
+            ["hermes"],
+            TOOLS,
+            False,
+            True,
+        )
+        assert parse(text, options=again) == first
+        assert [c.arguments for c in parse(text, options=again).calls] == ['{"days": 3}']

@@ -824,6 +824,10 @@ def hermes_call(str body not None, str dialect not None):
     member key written with an escape; its arguments kept as written, read from ``dialect``. ``None``
     for any other body (``dialects.hermes`` reads those): where it gives a call, the grammar gives the
     same one."""
+    return _hermes_call(body, dialect)
+
+
+cdef object _hermes_call(str body, str dialect):
     cdef int kind = PyUnicode_KIND(body)
     cdef const void* d = PyUnicode_DATA(body)
     cdef Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(body), end
@@ -849,9 +853,52 @@ def hermes_call(str body not None, str dialect not None):
     return _new_call(name, body[picked.args_start : picked.args_end], dialect) if name else None
 
 
+cdef class _Settings:
+    """What a scrubber reads of an ``Options``, read once (kept in ``options.derived``)."""
+    cdef _CSpec spec
+    cdef object ctx
+    cdef str unknown_tools, calls_in_reasoning
+    cdef Py_ssize_t max_block
+    cdef bint whole, has_tools, reasoning_started, code_fences, stream_arguments
+    cdef tuple quiet  # Options.quiet, as code points; None: no text is quiet
+
+    def __cinit__(self, options):
+        self.spec = _cspec(options.table)
+        self.ctx = options.ctx
+        self.unknown_tools = options.unknown_tools
+        self.calls_in_reasoning = options.calls_in_reasoning
+        self.max_block = options.max_block
+        self.whole = bool(options.table.whole)
+        self.has_tools = options.ctx.has_tools
+        self.reasoning_started = options.reasoning_started
+        self.code_fences = options.code_fences
+        self.stream_arguments = options.stream_arguments
+        self.quiet = None if options.quiet is None else tuple(ord(c) for c in options.quiet)
+
+
+cdef _Settings _settings(options):
+    settings = options.derived.get("c")
+    if settings is None:
+        settings = options.derived["c"] = _Settings(options)
+    return <_Settings>settings
+
+
 def scan_whole(text, options):
     """``parse``'s pass: ``(content, calls, removed, reasoning, malformed)`` of ``text`` fed to a
-    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped)."""
+    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped); a
+    text with none of ``options.quiet`` is all content, without a scrubber."""
+    if not PyUnicode_CheckExact(text):  # a subclass (parse checked that it is a str): its characters
+        text = PyUnicode_FromObject(text)
+    cdef _Settings settings = _settings(options)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    if settings.quiet is not None:
+        for c in settings.quiet:
+            if _find(kind, d, 0, n, <Py_UCS4>c) >= 0:
+                break
+        else:
+            return text, [], 0, "", 0
     cdef StreamScrubber scrubber = StreamScrubber.__new__(StreamScrubber)
     scrubber._setup(options)
     content = scrubber._feed(text) + scrubber._flush()
@@ -892,6 +939,10 @@ def deepseek_call(str body not None, str dialect not None):
     (``plain_object``) the grammar keeps as written: ``NAME<sep>{args}``, or ``TYPE<sep>NAME`` and a line
     break before the object, maybe in one `` ```json `` fence; read from ``dialect``. ``None`` for any
     other body (``dialects.deepseek`` reads those): where it gives a call, the grammar gives the same one."""
+    return _deepseek_call(body, dialect)
+
+
+cdef object _deepseek_call(str body, str dialect):
     cdef int kind = PyUnicode_KIND(body)
     cdef const void* d = PyUnicode_DATA(body)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(body), i, j, k, nl, lo, hi, a, b
@@ -1014,17 +1065,14 @@ cdef class StreamScrubber:
         self._setup(options)
 
     cdef int _setup(self, options) except -1:
-        self._spec = _cspec(options.table)
-        self._ctx = options.ctx
-        self._unknown = options.unknown_tools
-        max_block = options.max_block
-        reasoning_started = options.reasoning_started
-        calls_in_reasoning = options.calls_in_reasoning
-        code_fences = options.code_fences
+        cdef _Settings settings = _settings(options)
+        self._spec = settings.spec
+        self._ctx = settings.ctx
+        self._unknown = settings.unknown_tools
         self.calls = []
         self.removed = 0
         self.malformed = 0
-        self.max_block = max_block
+        self.max_block = settings.max_block
         self._held = ""
         self._closed = False
         self._pos = 0
@@ -1032,29 +1080,30 @@ cdef class StreamScrubber:
         self._poison_until = 0
         self._opener = None
         self._parts = []
-        self._holding = WHOLE_BLANK if self._spec.table.whole else NOT_HOLDING
+        self._holding = WHOLE_BLANK if settings.whole else NOT_HOLDING
         self._whole_parts = []
         self._whole_len = 0
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
         self._bare = None
-        if self._ctx.has_tools and not self._holding and not reasoning_started:
-            self._bare = BareLead(self._ctx, max_block)
+        if settings.has_tools and not self._holding and not settings.reasoning_started:
+            self._bare = BareLead(self._ctx, self.max_block)
             self._holding = BARE_LEAD
         # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate;
         # the same flag says that tools were given (an unknown tool's call may stay text)
-        self._trail = self._ctx.has_tools
+        self._trail = settings.has_tools
         self._bare_stop = 0
         self._reasoning = False
-        self._calls_in_reasoning = calls_in_reasoning
+        self._calls_in_reasoning = settings.calls_in_reasoning
         self._thought = None
         self._reasoning_out = NO_REASONING
-        if reasoning_started:
+        if settings.reasoning_started:
             self._open_span()
+        code_fences = settings.code_fences
         self._fences = code_fences
         self._fence = False
         self._line = 0
         self._lines = code_fences or self._trail
-        self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
+        self._follow = CallEvents(self.calls, self._ctx, self._unknown) if settings.stream_arguments else None
         cdef int variant = 2 * code_fences + self._trail
         self._stop = self._spec.stop[variant]
         self._lit_only = self._spec.lit_only[variant]
@@ -1621,9 +1670,9 @@ cdef class StreamScrubber:
         if calls is not None or one_pass == NO_ONE_PASS:
             pass
         elif one_pass == ONE_PASS_HERMES and "name" not in self._opener:  # no name="..." in the opener
-            call = hermes_call(body, self._spec.dialect_names[self._kind])
+            call = _hermes_call(body, self._spec.dialect_names[self._kind])
         elif one_pass == ONE_PASS_DEEPSEEK and "\uff5c" in self._opener:  # a full-width opener: no ASCII separators
-            call = deepseek_call(body, self._spec.dialect_names[self._kind])
+            call = _deepseek_call(body, self._spec.dialect_names[self._kind])
         if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)):
             calls = [call]
         if calls is None:

@@ -220,7 +220,10 @@ def deepseek_call(body: str, dialect: str) -> ToolCall | None:
 
 def scan_whole(text: str, options: Options) -> tuple[str, list[ToolCall], int, str, int]:
     """``parse``'s pass: ``(content, calls, removed, reasoning, malformed)`` of ``text`` fed to a
-    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped)."""
+    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped); a
+    text with none of ``options.quiet`` is all content, without a scrubber."""
+    if options.quiet is not None and not any(char in text for char in options.quiet):
+        return text, [], 0, "", 0
     scrubber = StreamScrubber(options=options)
     content = scrubber.feed(text) + scrubber.flush()
     return content, scrubber.calls, scrubber.removed, scrubber.take_reasoning(), scrubber.malformed

@@ -36,6 +36,7 @@ class Options:
         "table",
         "ctx",
         "quiet",
+        "derived",
     )
 
     max_block: int
@@ -49,6 +50,7 @@ class Options:
     table: Table
     ctx: Context
     quiet: tuple[str, ...] | None
+    derived: dict  #: what a scanner builds from these once (the Cython scanner's settings)
 
     def __init__(
         self,
@@ -87,6 +89,7 @@ class Options:
         self.reasoning_started = reasoning_started
         self.stream_arguments = stream_arguments
         self.quiet = self._quiet()
+        self.derived = {}
 
     def _quiet(self) -> tuple[str, ...] | None:
         """The characters without which a text is all content, as it is (what can begin markup: the first
@@ -104,6 +107,14 @@ class Options:
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:8] if getattr(self, k) != _DEFAULTS[k])
         return f"Options({given})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its keywords: what it derives from them is built again."""
+        return (_from_keywords, ({k: getattr(self, k) for k in self.__slots__[:8]},))
+
+
+def _from_keywords(keywords: dict[str, Any]) -> Options:
+    return Options(**keywords)
 
 
 _DEFAULTS = {

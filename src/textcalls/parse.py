@@ -87,12 +87,5 @@ def parse(
         raise TypeError("options= takes the place of the other keywords: give one or the other")
     elif not isinstance(options, Options):
         options = options_of({"options": options})  # raises the error
-    quiet = options.quiet
-    if quiet is not None:
-        for char in quiet:
-            if char in text:
-                break
-        else:  # nothing in it can begin markup: what the scrubber would give, without it
-            return Parsed(text.strip(), [], 0)
     content, calls, removed, reasoning, malformed = _scan.impl.scan_whole(text, options)
     return Parsed(content.strip(), calls, removed, reasoning.strip(), malformed)
