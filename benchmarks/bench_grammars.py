@@ -31,7 +31,9 @@ ADVERSARIAL = {
         step3,
         lambda n: '<steptml:invoke name="f"><steptml:parameter name="p">' + "</steptml:parameter>x" * n,
     ),
-    "relaxed-json-dense": (None, lambda n: "{a: 1, " * n + "}"),
+    "relaxed-json-nested-keys": (None, lambda n: "{a: 1, " * n + "}"),
+    "relaxed-json-flat-keys": (None, lambda n: "{" + "a: 1, " * n + "}"),
+    "relaxed-json-unclosed-array": (None, lambda n: '{"a": [' + "1, " * n),
     "pythonic-many-strings": (pythonic_list, lambda n: "[f(" + "a='x'," * n + ")]"),
     "pythonic-backslash-runs": (pythonic_list, lambda n: "[f(a='" + "\\\\\\'" * n + "')]"),
     "pythonic-unterminated": (pythonic_list, lambda n: "[f(a='" + "x" * n),
@@ -39,7 +41,7 @@ ADVERSARIAL = {
 for name in ADVERSARIAL:
     # linear, or less where a cap stops the reading early (TAGS_MAX, MAX_DEPTH, REPAIR_TOKENS)
     ratio(f"{name}: 4x the body / 1x (linear = 4)", f"{name}-40k", f"{name}-10k", "<= 4")
-    ratio(f"  {name}: MB/s (UTF-8) at 40k", f"{name}-MB/s", "one", ">= 20")
+    ratio(f"  {name}: MB/s (UTF-8), the slower of 10k and 40k", f"{name}-MB/s", "one", ">= 20")
 
 
 def _run(grammar, body):
@@ -58,9 +60,11 @@ def test_adversarial_body(bench, name, size):
     grammar, make = ADVERSARIAL[name]
     body = make(size)
     bench(f"{name}-{size // 1000}k", _run, grammar, body)
-    if size == 40_000:  # the rate, recorded as a pseudo-time (divided by "one") for the summary
-        BEST[f"{name}-MB/s"] = len(body.encode()) / BEST[f"{name}-40k"] / 1e6
-        BEST["one"] = 1
+    # the rate, recorded as a pseudo-time (divided by "one") for the summary: the slower size's (a cap that
+    # stops the reading early makes the bigger body look fast)
+    rate = len(body.encode()) / BEST[f"{name}-{size // 1000}k"] / 1e6
+    BEST[f"{name}-MB/s"] = min(rate, BEST.get(f"{name}-MB/s", rate))
+    BEST["one"] = 1
 
 
 # --- a coding agent's big call, in every dialect: 256 KiB of code in a write_file ----------------------

@@ -1,4 +1,6 @@
-"""relaxed_json: the listed repairs work, everything else is refused (never invented)."""
+"""relaxed_json: the listed repairs work, everything else is refused (never invented). The rules run on
+both implementations of the repairs (``repair``: ``_scan_c``'s over the buffer, ``relaxed_json``'s on a
+regex tokenizer), and the two give the same text or error for any text."""
 
 from __future__ import annotations
 
@@ -6,10 +8,16 @@ import json
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from textcalls import _scan_py
 from textcalls.relaxed_json import loads, strip_fence
+
+try:
+    from textcalls import _scan_c
+except ImportError:  # a pure-Python install
+    _scan_c = None
 
 # --- must fail: nothing may be invented -------------------------------------------------
 
@@ -24,7 +32,7 @@ MUST_FAIL = [
 
 
 @pytest.mark.parametrize("text", MUST_FAIL)
-def test_never_invents(text):
+def test_never_invents(impl, text):
     with pytest.raises(ValueError):
         loads(text)
 
@@ -55,7 +63,7 @@ def test_never_invents(text):
         '```json\n{"a": 1}',  # unclosed fence
     ],
 )
-def test_other_broken_text_is_refused(text):
+def test_other_broken_text_is_refused(impl, text):
     with pytest.raises(ValueError):
         loads(text)
 
@@ -73,7 +81,7 @@ def test_other_broken_text_is_refused(text):
         ("```json\n{a: 1,}\n```", {"a": 1}),
     ],
 )
-def test_fence(text, expected):
+def test_fence(impl, text, expected):
     assert loads(text) == expected
 
 
@@ -95,7 +103,7 @@ def test_strip_fence():
         ('[<|"|><|"|>]', [""]),
     ],
 )
-def test_leaked_quote_tokens(text, expected):
+def test_leaked_quote_tokens(impl, text, expected):
     assert loads(text) == expected
 
 
@@ -110,7 +118,7 @@ def test_leaked_quote_tokens(text, expected):
         ("{\n  a:\n  1\n}", {"a": 1}),
     ],
 )
-def test_bare_keys(text, expected):
+def test_bare_keys(impl, text, expected):
     assert loads(text) == expected
 
 
@@ -125,7 +133,7 @@ def test_bare_keys(text, expected):
         ("{'': 1}", {"": 1}),
     ],
 )
-def test_single_quoted_keys(text, expected):
+def test_single_quoted_keys(impl, text, expected):
     assert loads(text) == expected
 
 
@@ -141,7 +149,7 @@ def test_single_quoted_keys(text, expected):
         ("[[],]", [[]]),
     ],
 )
-def test_trailing_commas(text, expected):
+def test_trailing_commas(impl, text, expected):
     assert loads(text) == expected
 
 
@@ -154,11 +162,11 @@ def test_trailing_commas(text, expected):
         ('{{tool: "X",}}', {"tool": "X"}),
     ],
 )
-def test_redundant_outer_braces(text, expected):
+def test_redundant_outer_braces(impl, text, expected):
     assert loads(text) == expected
 
 
-def test_nested_combination():
+def test_nested_combination(impl):
     assert loads('{name: "f", arguments: {city: "Paris",},}') == {"name": "f", "arguments": {"city": "Paris"}}
     assert loads("```json\n{'name': <|\"|>f<|\"|>, arguments: {'a': [1, 2,],},}\n```") == {
         "name": "f",
@@ -166,13 +174,13 @@ def test_nested_combination():
     }
 
 
-def test_valid_json_passes_through():
+def test_valid_json_passes_through(impl):
     assert loads('{"a": [1, 2.5, "x", true, null], "b": {}}') == {"a": [1, 2.5, "x", True, None], "b": {}}
     assert loads('"text"') == "text"
     assert loads("  7  ") == 7
 
 
-def test_too_deep_is_value_error():
+def test_too_deep_is_value_error(impl):
     with pytest.raises(ValueError):
         loads("[" * 100_000 + "]" * 100_000)
 
@@ -188,13 +196,13 @@ def test_too_deep_is_value_error():
         "[" * 1_000_000,  # nothing closed
     ],
 )
-def test_one_megabyte_of_malformed_input_is_refused(text):
+def test_one_megabyte_of_malformed_input_is_refused(impl, text):
     # (linear time on such inputs is measured in benchmarks/bench_grammars.py)
     with pytest.raises(ValueError):
         loads(text)
 
 
-def test_one_megabyte_value_with_a_trailing_comma():
+def test_one_megabyte_value_with_a_trailing_comma(impl):
     assert loads('{"a": "' + "x" * 1_000_000 + '",}') == {"a": "x" * 1_000_000}
 
 
@@ -227,7 +235,7 @@ def test_valid_json_is_unchanged(value, indent):
 # --- bounded cost -------------------------------------------------------------------------
 
 
-def test_nesting_deeper_than_json_can_read_is_refused_where_it_gets_too_deep():
+def test_nesting_deeper_than_json_can_read_is_refused_where_it_gets_too_deep(impl):
     from textcalls.relaxed_json import MAX_DEPTH
 
     expected: object = 1
@@ -238,7 +246,7 @@ def test_nesting_deeper_than_json_can_read_is_refused_where_it_gets_too_deep():
         loads("[" * (MAX_DEPTH + 1) + "x" * 100_000)
 
 
-def test_the_repairs_read_a_bounded_number_of_tokens():
+def test_the_repairs_read_a_bounded_number_of_tokens(impl):
     from textcalls.relaxed_json import REPAIR_TOKENS, decode
 
     small = "{" + "a: 1, " * 1000 + "}"  # bare keys, a trailing comma: repaired
@@ -276,3 +284,86 @@ def test_the_atomic_string_token_reads_as_the_plain_one(text):
         else:
             assert atomic is not None and atomic.lastgroup == "string"
             assert (atomic.group(), atomic.group("text")) == (plain.group(), plain.group("text"))
+
+
+# --- the two repairers agree --------------------------------------------------------------------------
+
+REPAIR_PIECES = [
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    '"',
+    "'",
+    "\\",
+    '<|"|>',
+    '<|">',
+    "<|",
+    "<",
+    "a",
+    "key",
+    "$_-",
+    "1",
+    "-2.5",
+    " ",
+    "\n",
+    "\u3000",
+    "\x1c",
+    "\u00e9",
+    "\U0001f600",
+    "true",
+    "\\'",
+    '\\"',
+]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(REPAIR_PIECES), max_size=24).map("".join) | st.text(max_size=24))
+def test_both_repairers_give_the_same_text_or_error(text):
+    if _scan_c is None:
+        return
+
+    def run(repair):
+        try:
+            return repair(text)
+        except ValueError as e:
+            return ("ValueError", str(e))
+
+    assert run(_scan_c.repair) == run(_scan_py.repair)
+
+
+@pytest.mark.parametrize(
+    ("text", "repaired"),
+    [  # each decided by the rules: only a comma after a value, before a closer, is trailing
+        ("[1,,]", "[1,,]"),
+        ("{,}", "{,}"),
+        ("[[],]", "[[]]"),
+        ('{"a": [1,] ,}', '{"a": [1] }'),
+        ('{<|">k<|">: <|"|>v"}', '{"k": "v"}'),  # either quote token, either side
+        ("{k-1$: 1}", '{"k-1$": 1}'),
+        ("{k\u3000:1}", '{"k"\u3000:1}'),
+        ("{k 1: 2}", "{k 1: 2}"),  # not followed by a colon: not a key
+        ("{'k\\'s': 1}", '{"k\'s": 1}'),
+    ],
+)
+def test_each_repairer_writes_the_same_text(impl, text, repaired):
+    assert impl.repair(text) == repaired
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_both_repairers_stop_at_the_same_token_and_depth(extra):
+    from textcalls.relaxed_json import MAX_DEPTH, REPAIR_TOKENS
+
+    # REPAIR_TOKENS tokens are read (a run of spaces is one), one more is refused; MAX_DEPTH brackets likewise
+    texts = ["[ " + "1," * ((REPAIR_TOKENS - 4) // 2) + "2]" + " " * extra, "[" * (MAX_DEPTH + extra) + "]"]
+    for text in texts:
+        results = []
+        for impl in [_scan_py] if _scan_c is None else [_scan_py, _scan_c]:
+            try:
+                results.append(impl.repair(text))
+            except ValueError as e:
+                results.append(("ValueError", str(e)))
+        assert len(set(map(str, results))) == 1
+        assert isinstance(results[0], tuple) == bool(extra)  # refused exactly one past the bound

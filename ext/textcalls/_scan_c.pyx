@@ -21,13 +21,14 @@ from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GA
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
-from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX
+from textcalls.relaxed_json import MAX_DEPTH, PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, REPAIR_TOKENS, _single_to_double
 from textcalls.screens import may_contain_markup
 from textcalls.toolcall import ToolCall, new_call_id
 from textcalls import toolcall as _toolcall
 
 __all__ = [
-    "StreamScrubber", "deepseek_call", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "scan_whole",
+    "StreamScrubber", "deepseek_call", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "repair",
+    "scan_whole",
     "TABLE_LIMITS",
 ]
 
@@ -47,6 +48,7 @@ cdef extern from "Python.h":
 cdef enum:
     LIT_MAX = 40     # markers.LITERAL_MAX: the longest literal
     FIRST_MAX = 8    # markers.FIRST_CHARS_MAX: distinct first characters
+    MAX_DEPTH_ARRAY = 1002  # relaxed_json.MAX_DEPTH + 2: the repairs' bracket stack
     SHORT_DELTA = 32  # a delta this long or shorter is screened in one pass, a longer one by memchr per character
 
 TABLE_LIMITS = (LIT_MAX, FIRST_MAX)  #: what this build's arrays hold: (longest literal, first characters)
@@ -965,6 +967,178 @@ cdef object _deepseek_call(str body, str dialect):
             body[a + 3 : k].strip().lower() in ("", "json")):
         lo, hi = k + 1, b - 3
     return _written_call(body[j:nl], body, lo, hi, dialect)
+
+
+# -- relaxed JSON: the repairs, token by token over the buffer (relaxed_json.repair is the twin) ---------
+
+cdef enum Tok:
+    T_SPACE
+    T_STRING
+    T_SINGLE
+    T_NAME
+    T_PUNCT
+    T_OTHER
+    T_UNTERMINATED
+
+cdef Py_ssize_t C_REPAIR_TOKENS = REPAIR_TOKENS
+cdef Py_ssize_t C_MAX_DEPTH = MAX_DEPTH
+
+
+cdef inline Py_ssize_t _quote_token(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept:
+    """The length of a quote at ``i``: ``"`` (1), ``<|"|>`` (5) or ``<|">`` (4); 0 if none."""
+    cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
+    if c == 0x22:
+        return 1
+    if c != 0x3C or i + 3 >= n or PyUnicode_READ(kind, d, i + 1) != 0x7C or PyUnicode_READ(kind, d, i + 2) != 0x22:
+        return 0
+    if PyUnicode_READ(kind, d, i + 3) == 0x3E:
+        return 4
+    return 5 if i + 4 < n and PyUnicode_READ(kind, d, i + 3) == 0x7C and PyUnicode_READ(kind, d, i + 4) == 0x3E else 0
+
+
+cdef inline bint _name_start(Py_UCS4 c) noexcept:
+    return (0x41 <= c <= 0x5A) or (0x61 <= c <= 0x7A) or c == 0x5F or c == 0x24
+
+
+cdef inline bint _name_part(Py_UCS4 c) noexcept:
+    return _name_start(c) or (0x30 <= c <= 0x39) or c == 0x2D
+
+
+cdef inline bint _punct(Py_UCS4 c) noexcept:
+    return c == 0x7B or c == 0x7D or c == 0x5B or c == 0x5D or c == 0x2C or c == 0x3A
+
+
+cdef Tok _token(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, Py_ssize_t* end, Py_ssize_t* inner) noexcept:
+    """The token at ``i`` (relaxed_json's ``_TOKEN``, alternative by alternative); ``end`` receives its end
+    and, for a string, ``inner`` the end of its text (which starts after its opening quote)."""
+    cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
+    cdef Py_ssize_t j, q = _quote_token(kind, d, n, i)
+    if Py_UNICODE_ISSPACE(c):
+        j = i + 1
+        while j < n and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, j)):
+            j += 1
+        end[0] = j
+        return T_SPACE
+    if q:  # a string, if a quote closes it: the first quote after, escapes skipped
+        j = i + q
+        while j < n:
+            c = PyUnicode_READ(kind, d, j)
+            if c == 0x5C:
+                j += 2
+                continue
+            if c == 0x22 or c == 0x3C:
+                q = _quote_token(kind, d, n, j)
+                if q:
+                    inner[0] = j
+                    end[0] = j + q
+                    return T_STRING
+            j += 1
+        c = PyUnicode_READ(kind, d, i)
+    if c == 0x27:  # a single-quoted string, if it closes
+        j = i + 1
+        while j < n:
+            c = PyUnicode_READ(kind, d, j)
+            if c == 0x5C:
+                j += 2
+                continue
+            if c == 0x27:
+                end[0] = j + 1
+                return T_SINGLE
+            j += 1
+        end[0] = i + 1
+        return T_UNTERMINATED
+    if _name_start(c):
+        j = i + 1
+        while j < n and _name_part(PyUnicode_READ(kind, d, j)):
+            j += 1
+        end[0] = j
+        return T_NAME
+    if _punct(c):
+        end[0] = i + 1
+        return T_PUNCT
+    if c == 0x3C:
+        end[0] = i + 1
+        return T_UNTERMINATED if _quote_token(kind, d, n, i) else T_OTHER  # an opening quote token never closed
+    if c == 0x22:
+        end[0] = i + 1
+        return T_UNTERMINATED
+    j = i + 1  # anything else, up to a character another alternative starts with
+    while j < n:
+        c = PyUnicode_READ(kind, d, j)
+        if Py_UNICODE_ISSPACE(c) or c == 0x22 or c == 0x27 or c == 0x3C or _punct(c) or _name_start(c):
+            break
+        j += 1
+    end[0] = j
+    return T_OTHER
+
+
+def repair(str text not None):
+    """``relaxed_json.repair``: the text with quotes, keys and trailing commas rewritten, token by token;
+    ``ValueError`` for an unterminated string, a single-quoted value, a mismatched bracket, nesting deeper
+    than ``MAX_DEPTH`` or more than ``REPAIR_TOKENS`` tokens."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, end = 0, inner = 0, count = 0, k, depth = 0
+    cdef Py_ssize_t copied = 0  # text[:copied] is in pieces
+    cdef Py_ssize_t last_at = -1  # where the last significant token starts (a comma that may be trailing)
+    cdef Py_UCS4 last = 0, before_last = 0  # those tokens' characters when punctuation, else 1 (a value)
+    cdef Py_UCS4 c
+    cdef bint expect_key = False
+    cdef Tok tok
+    cdef char stack[MAX_DEPTH_ARRAY]
+    pieces = []
+    while i < n:
+        if count == C_REPAIR_TOKENS:
+            raise ValueError(f"more than {REPAIR_TOKENS} tokens: only strict JSON is read")
+        count += 1
+        tok = _token(kind, d, n, i, &end, &inner)
+        if tok == T_SPACE:
+            i = end
+            continue
+        if tok == T_UNTERMINATED:
+            raise ValueError(f"unterminated string at {i}")
+        c = PyUnicode_READ(kind, d, i)
+        if tok == T_STRING:
+            k = _quote_token(kind, d, n, i)
+            if k != 1 or end - inner != 1:  # a quote token: written as '"'
+                pieces.append(text[copied:i])
+                pieces.append('"' + text[i + k : inner] + '"')
+                copied = end
+        elif tok == T_SINGLE:
+            if not expect_key:
+                raise ValueError(f"single-quoted value at {i}")
+            pieces.append(text[copied:i])
+            pieces.append(_single_to_double(text[i:end]))
+            copied = end
+        elif tok == T_NAME and expect_key:
+            k = end
+            while k < n and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, k)):
+                k += 1
+            if k < n and PyUnicode_READ(kind, d, k) == 0x3A:  # a bare key
+                pieces.append(text[copied:i])
+                pieces.append('"' + text[i:end] + '"')
+                copied = end
+        elif tok == T_PUNCT and (c == 0x7B or c == 0x5B):
+            depth += 1
+            if depth > C_MAX_DEPTH:  # json.loads could not read it either: stop before the rest
+                raise ValueError(f"nested deeper than {MAX_DEPTH} at {i}")
+            stack[depth] = <char>c
+        elif tok == T_PUNCT and (c == 0x7D or c == 0x5D):
+            if depth == 0 or stack[depth] != (0x7B if c == 0x7D else 0x5B):
+                raise ValueError(f"mismatched {chr(c)!r} at {i}")
+            depth -= 1
+            if last == 0x2C and before_last != 0x7B and before_last != 0x5B and before_last != 0x2C and (
+                    before_last != 0x3A):  # a trailing comma
+                pieces.append(text[copied:last_at])
+                copied = last_at + 1
+        expect_key = tok == T_PUNCT and (c == 0x7B or (c == 0x2C and depth > 0 and stack[depth] == 0x7B))
+        before_last, last = last, c if tok == T_PUNCT else 1
+        last_at = i
+        i = end
+    if copied == 0:
+        return text
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
 # -- the stream state machine ---------------------------------------------------------------------

@@ -27,7 +27,7 @@ from ._table import (
 )
 from .markers import ARGUMENT_KEYS, ATTR_MAX, DEEPSEEK_SEP, SECTION_GAP_MAX, WHITESPACE
 from .options import DEFAULT, Options, options_of
-from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, strip_fence
+from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, repair, strip_fence
 from .screens import may_contain_markup
 from .toolcall import ToolCall
 
@@ -38,6 +38,7 @@ __all__ = [
     "hold_from",
     "may_contain_markup",
     "plain_object",
+    "repair",
     "scan_whole",
 ]
 

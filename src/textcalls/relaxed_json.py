@@ -16,6 +16,8 @@ import json
 import re
 from typing import Final
 
+from . import _scan
+
 __all__ = ["NO_VALUE", "PLAIN_DEPTH_MAX", "PLAIN_NUMBER_MAX", "decode", "loads", "strip_fence"]
 
 #: What ``decode`` returns for text that is not JSON, even after the repairs: the grammars' one
@@ -83,7 +85,7 @@ def decode(text: str) -> object:
 
 def loads(text: str) -> object:
     """Parse ``text`` as JSON after the conservative repairs; raise ``ValueError`` if that fails (or the
-    text has more than ``REPAIR_TOKENS`` tokens: the repairs read token by token, in Python)."""
+    text has more than ``REPAIR_TOKENS`` tokens: the repairs read token by token)."""
     body = strip_fence(text).strip()
     try:
         return _loads_repaired(body)
@@ -100,7 +102,7 @@ def loads(text: str) -> object:
 def _loads_repaired(text: str) -> object:
     """``json.loads`` of the repaired text; ``ValueError`` for every failure."""
     try:
-        return json.loads(_repair(text))
+        return json.loads(_scan.impl.repair(text))  # the Cython scanner's, or ``repair`` here
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
@@ -116,10 +118,12 @@ def _single_to_double(token: str) -> str:
     return '"' + _SINGLE_ESCAPE.sub(fix, token[1:-1]) + '"'
 
 
-def _repair(text: str) -> str:
-    """Rewrite quotes, keys and trailing commas token by token.
+def repair(text: str) -> str:
+    """Rewrite quotes, keys and trailing commas token by token (the Cython scanner has a twin of it,
+    ``_scan_c.repair``, that gives the same text or error).
 
-    Raise ``ValueError`` for an unterminated string, a single-quoted value or a mismatched bracket.
+    Raise ``ValueError`` for an unterminated string, a single-quoted value, a mismatched bracket, nesting
+    deeper than ``MAX_DEPTH`` or more than ``REPAIR_TOKENS`` tokens.
     """
     out: list[str] = []
     stack: list[str] = []  # open brackets
