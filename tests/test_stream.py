@@ -142,6 +142,24 @@ def test_block_over_max_block_is_released_verbatim(impl):
     assert out == text and s.calls == [] and s.removed == 0
 
 
+def test_a_block_over_max_block_inside_a_string_is_released_while_streaming(impl):
+    # the cap bounds what a stream holds: past it (and the closer's length) the text goes out before the end
+    s = impl.StreamScrubber(max_block=64)
+    head = '<tool_call>{"name": "f", "arguments": {"a": "'
+    out = s.feed(head) + "".join(s.feed("z") for _ in range(300))
+    assert len(out) >= len(head) + 300 - 64 - len("</tool_call>")
+    assert out + s.flush() == head + "z" * 300 and s.calls == []
+
+
+def test_an_escape_at_the_end_of_a_delta_inside_a_string(impl):
+    # "\" ends one delta, the escaped character comes alone, then the quote that closes the string:
+    # the block ends at its closer, as the text after it shows at once
+    s = impl.StreamScrubber()
+    deltas = ['<tool_call>{"name": "f", "arguments": {"a": "x\\', "n", "y", '"}}</tool_call> after']
+    assert [s.feed(d) for d in deltas] == ["", "", "", " after"]
+    assert [(c.name, c.arguments) for c in s.calls] == [("f", '{"a": "x\\ny"}')]
+
+
 def test_one_character_deltas_over_a_large_block(impl):
     # 200 kB inside one block, fed a character at a time: must stay linear (the suite would hang otherwise).
     value = "v" * 200_000

@@ -12,7 +12,7 @@ from json import loads as json_loads
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject_GenericSetAttr
 from libc.stdio cimport snprintf
-from libc.string cimport memchr
+from libc.string cimport memchr, memcpy
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
 from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
@@ -197,10 +197,10 @@ cdef class _CSpec:
     cdef int first_lo[128]      # entries [first_lo, first_hi) start with this character
     # a scrubber's characters to stop at in content, by 2 * code_fences + (tools given): the literals'
     # first characters, the backtick with code fences, '{' and '[' with tools (bare calls)
-    cdef bint stop[4][128]
+    cdef unsigned char stop[4][128]
     # the same, only as some literal's first character (no fence, bare call or word opener's anchor): it
     # starts nothing when no literal starts with it and the next two characters (_candidate's first test)
-    cdef bint lit_only[4][128]
+    cdef unsigned char lit_only[4][128]
     cdef int first_hi[128]
     cdef int n_first
     cdef Py_ssize_t longest
@@ -1225,8 +1225,11 @@ cdef class StreamScrubber:
     cdef Py_ssize_t _next_tick  # the same for '`' (code fences)
     # every character that makes a delta leave the fast path: first characters, '`' with code fences, '{' and
     # '[' with tools (read in one pass over a short delta, SHORT_DELTA, instead of one search per character)
-    cdef const bint* _stop      # the spec's stop[_variant(...)]: 128 flags
-    cdef const bint* _lit_only  # _stop only as some literal's first character (see _quiet_short)
+    # copies of the spec's stop/lit_only for this scrubber's code_fences and tools: 128 flags each, kept
+    # here beside the other fields a delta reads (the spec's arrays sit far into a large struct)
+    cdef unsigned char _stop[128]
+    cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _quiet_short)
+    cdef bint _words  # the table has word openers (_CSpec.word_tail must look at a delta's end)
     cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
     # the body the call events have not seen: from this index of _parts on, this long; seen once this long
     cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
@@ -1279,8 +1282,9 @@ cdef class StreamScrubber:
         self._lines = code_fences or self._trail
         self._follow = CallEvents(self.calls, self._ctx, self._unknown) if settings.stream_arguments else None
         cdef int variant = 2 * code_fences + self._trail
-        self._stop = self._spec.stop[variant]
-        self._lit_only = self._spec.lit_only[variant]
+        memcpy(self._stop, self._spec.stop[variant], 128)
+        memcpy(self._lit_only, self._spec.lit_only[variant], 128)
+        self._words = self._spec.n_all != self._spec.n_entries
         return 0
 
     cdef inline int _enter(self) except -1:
@@ -1351,8 +1355,20 @@ cdef class StreamScrubber:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._holding:
             return self._feed_held(delta)
+        if self._opener is not None and self._in_str and not self._esc and self._follow is None and (
+                PyUnicode_GET_LENGTH(self._held) == 0):  # inside a JSON string of a block's body
+            n = PyUnicode_GET_LENGTH(delta)
+            kind = PyUnicode_KIND(delta)
+            data = PyUnicode_DATA(delta)
+            if n <= self.max_block - self._body_len and _quote_or_backslash(kind, data, 0, n) == n:
+                # what _run would do: the string goes on, the delta is body
+                self._parts.append(delta)
+                self._body_len += n
+                self._pos += n
+                self._memo_s = None
+                return ""
         if self._opener is not None or self._reasoning:
-            return self._run(self._held + delta, False)
+            return self._run(self._held + delta if PyUnicode_GET_LENGTH(self._held) else delta, False)
         if PyUnicode_GET_LENGTH(self._held):  # a held candidate: the text is it and the delta
             if PyUnicode_GET_LENGTH(self._held) + PyUnicode_GET_LENGTH(delta) > SHORT_DELTA:
                 return self._run(self._held + delta, False)
@@ -1363,7 +1379,7 @@ cdef class StreamScrubber:
         kind = PyUnicode_KIND(delta)
         data = PyUnicode_DATA(delta)
         if (self._quiet_short(kind, data, n) if n <= SHORT_DELTA else self._quiet(kind, data, n)) and (
-                self._spec.n_all == self._spec.n_entries or self._spec.word_tail(kind, data, 0, n) == n):
+                not self._words or self._spec.word_tail(kind, data, 0, n) == n):
             if self._after_block >= 0 and not _all_ws(delta):
                 self._after_block = -1
             if self._lines:
