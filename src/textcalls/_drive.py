@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 
 
-def drive(source, what: str, step: Callable[..., Iterable], finish: Callable[[], Iterable]) -> Iterator:
+def drive(source, what: str, step: Callable[..., Sequence], finish: Callable[[], Iterable]) -> Iterator:
     """Yield ``step(item)``'s outputs for every item of ``source``, then ``finish()``'s. Closing the
     result closes ``source`` (when it has ``close()``). A non-iterable ``source`` raises TypeError now."""
     try:
@@ -15,10 +15,14 @@ def drive(source, what: str, step: Callable[..., Iterable], finish: Callable[[],
     return _drive(it, step, finish)
 
 
-def _drive(it: Iterator, step, finish) -> Iterator:
+def _drive(it: Iterator, step: Callable[..., Sequence], finish: Callable[[], Iterable]) -> Iterator:
     try:
         for item in it:
-            yield from step(item)
+            out = step(item)
+            if len(out) == 1:  # the usual case: one item for one (no iterator over the list)
+                yield out[0]
+            else:
+                yield from out
         yield from finish()
     finally:
         close = getattr(it, "close", None)

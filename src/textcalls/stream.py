@@ -546,28 +546,35 @@ def _check_chunk(chunk) -> list | None:
         return None
     if not isinstance(choices, list):
         raise TypeError(f"chunk['choices'] must be a list, not {type(choices).__name__}")
-    for i, choice in enumerate(choices):
+    for choice in choices:  # (its position is found again only for an error's message)
         if not isinstance(choice, dict):
-            raise TypeError(f"chunk['choices'][{i}] must be a dict, not {type(choice).__name__}")
+            raise TypeError(f"chunk['choices'][{_at(choices, choice)}] must be a dict, not {type(choice).__name__}")
         index = choice.get("index")
         if type(index) is not int or index < 0:
-            _check_index(index, f"chunk['choices'][{i}]['index']")
+            _check_index(index, f"chunk['choices'][{_at(choices, choice)}]['index']")
         delta = choice.get("delta")
         if delta is None:
             continue
         if not isinstance(delta, dict):
-            raise TypeError(f"chunk['choices'][{i}]['delta'] must be a dict, not {type(delta).__name__}")
+            where = f"chunk['choices'][{_at(choices, choice)}]['delta']"
+            raise TypeError(f"{where} must be a dict, not {type(delta).__name__}")
         calls = delta.get("tool_calls")
         if calls is None:
             continue
         if not isinstance(calls, list):
-            raise TypeError(f"chunk['choices'][{i}]['delta']['tool_calls'] must be a list, not {type(calls).__name__}")
+            where = f"chunk['choices'][{_at(choices, choice)}]['delta']['tool_calls']"
+            raise TypeError(f"{where} must be a list, not {type(calls).__name__}")
         for j, call in enumerate(calls):
-            where = f"chunk['choices'][{i}]['delta']['tool_calls'][{j}]"
+            where = f"chunk['choices'][{_at(choices, choice)}]['delta']['tool_calls'][{j}]"
             if not isinstance(call, dict):
                 raise TypeError(f"{where} must be a dict, not {type(call).__name__}")
             _check_index(call.get("index"), f"{where}['index']")
     return choices
+
+
+def _at(items: list, item: object) -> int:
+    """The position of ``item`` (that very object) in ``items``."""
+    return next(k for k, other in enumerate(items) if other is item)
 
 
 def _check_index(index, where: str) -> None:
