@@ -324,17 +324,23 @@ def call_objects(draw):
     return draw(ws) + "{" + inner + "}" + draw(ws) + draw(st.sampled_from(["", "", "x", "}"]))
 
 
+def check_one_pass_reader(reader: str, family: str, body: str) -> None:
+    """The one-pass reader (``hermes_call``/``deepseek_call``) gives the same on both implementations, and
+    where it gives a call, it is the grammar's (``call_from_block(family, body)``)."""
+    py = getattr(_scan_py, reader)(body, family)
+    got = None if py is None else (py.name, py.arguments, py.dialect)
+    if _scan_c is not None:
+        c = getattr(_scan_c, reader)(body, family)
+        assert (None if c is None else (c.name, c.arguments, c.dialect)) == got
+    if py is not None:
+        grammar = call_from_block(family, body)
+        assert grammar is not None and (grammar.name, grammar.arguments, family) == got
+
+
 @SETTINGS
 @given(call_objects())
 def test_hermes_call_is_the_grammars_call_on_both_implementations(body):
-    py = _scan_py.hermes_call(body, "hermes")
-    got = None if py is None else (py.name, py.arguments, py.dialect)
-    if _scan_c is not None:
-        c = _scan_c.hermes_call(body, "hermes")
-        assert (None if c is None else (c.name, c.arguments, c.dialect)) == got
-    if py is not None:
-        grammar = call_from_block(HERMES, body)
-        assert grammar is not None and (grammar.name, grammar.arguments, "hermes") == got
+    check_one_pass_reader("hermes_call", HERMES, body)
 
 
 def test_hermes_call_ids_come_from_the_process_count(impl):
@@ -448,14 +454,7 @@ def deepseek_bodies(draw):
 @SETTINGS
 @given(deepseek_bodies())
 def test_deepseek_call_is_the_grammars_call_on_both_implementations(body):
-    py = _scan_py.deepseek_call(body, "deepseek")
-    got = None if py is None else (py.name, py.arguments, py.dialect)
-    if _scan_c is not None:
-        c = _scan_c.deepseek_call(body, "deepseek")
-        assert (None if c is None else (c.name, c.arguments, c.dialect)) == got
-    if py is not None:
-        grammar = call_from_block(DEEPSEEK, body)
-        assert grammar is not None and (grammar.name, grammar.arguments, "deepseek") == got
+    check_one_pass_reader("deepseek_call", DEEPSEEK, body)
 
 
 BEGIN, END = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
