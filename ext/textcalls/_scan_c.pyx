@@ -122,7 +122,7 @@ cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize
     return -1
 
 
-cdef Py_ssize_t _line_after(Py_ssize_t line, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
+cdef inline Py_ssize_t _line_after(Py_ssize_t line, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
     """The line state after text[start:end], from ``line`` before it: how many spaces (0-3) the current
     line has had and nothing else, or -1. Only the end of the text is read."""
     cdef Py_ssize_t spaces = 0, k
@@ -1347,27 +1347,28 @@ cdef class StreamScrubber:
         cdef Py_ssize_t n
         cdef int kind
         cdef const void* data
-        if not isinstance(delta, str):
-            raise TypeError(f"feed() expects str, not {type(delta).__name__}")
-        if not PyUnicode_CheckExact(delta):  # a subclass: its characters, as a str
-            delta = PyUnicode_FromObject(delta)
+        if not PyUnicode_CheckExact(delta):
+            if not isinstance(delta, str):
+                raise TypeError(f"feed() expects str, not {type(delta).__name__}")
+            delta = PyUnicode_FromObject(delta)  # a subclass: its characters, as a str
         if self._closed:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._holding:
             return self._feed_held(delta)
-        if self._opener is not None and self._in_str and not self._esc and self._follow is None and (
-                PyUnicode_GET_LENGTH(self._held) == 0):  # inside a JSON string of a block's body
-            n = PyUnicode_GET_LENGTH(delta)
-            kind = PyUnicode_KIND(delta)
-            data = PyUnicode_DATA(delta)
-            if n <= self.max_block - self._body_len and _quote_or_backslash(kind, data, 0, n) == n:
-                # what _run would do: the string goes on, the delta is body
-                self._parts.append(delta)
-                self._body_len += n
-                self._pos += n
-                self._memo_s = None
-                return ""
-        if self._opener is not None or self._reasoning:
+        if self._opener is not None:
+            if self._in_str and not self._esc and self._follow is None and PyUnicode_GET_LENGTH(self._held) == 0:
+                n = PyUnicode_GET_LENGTH(delta)  # inside a JSON string of the block's body
+                kind = PyUnicode_KIND(delta)
+                data = PyUnicode_DATA(delta)
+                if n <= self.max_block - self._body_len and _quote_or_backslash(kind, data, 0, n) == n:
+                    # what _run would do: the string goes on, the delta is body
+                    self._parts.append(delta)
+                    self._body_len += n
+                    self._pos += n
+                    self._memo_s = None
+                    return ""
+            return self._run(self._held + delta if PyUnicode_GET_LENGTH(self._held) else delta, False)
+        if self._reasoning:
             return self._run(self._held + delta if PyUnicode_GET_LENGTH(self._held) else delta, False)
         if PyUnicode_GET_LENGTH(self._held):  # a held candidate: the text is it and the delta
             if PyUnicode_GET_LENGTH(self._held) + PyUnicode_GET_LENGTH(delta) > SHORT_DELTA:
