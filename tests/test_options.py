@@ -115,3 +115,18 @@ def test_options_pickle_and_copy_as_their_keywords_after_use(impl):
         )
         assert parse(text, options=again) == first
         assert [c.arguments for c in parse(text, options=again).calls] == ['{"days": 3}']
+
+
+def test_options_are_read_only(impl):
+    # what they imply (the table, the tools' schemas, the quiet characters, the scanners' settings) is built
+    # once, so a changed keyword would be half applied: changing one raises instead
+    options = Options(code_fences=False)
+    parse("a <tool_call>", options=options)
+    for name, value in [("code_fences", True), ("max_block", 10), ("tools", TOOLS), ("derived", {})]:
+        with pytest.raises(AttributeError, match=f"build another to change '{name}'"):
+            setattr(options, name, value)
+    with pytest.raises(AttributeError, match="cannot delete 'formats'"):
+        del options.formats
+    assert options.code_fences is False and options.max_block == DEFAULT.max_block
+    text = "```\n" + XML + "\n```"
+    assert [c.name for c in parse(text, options=options).calls] == ["get_weather"]  # code_fences=False still

@@ -21,8 +21,8 @@ class Options:
     holds what they imply: ``table``, the enabled dialects' table (``formats``); ``ctx``, the request's
     tools (``tools``) as the grammars read them; and ``quiet``, what a text without markup lacks (``parse``
     returns such a text at once). ``stream_arguments`` is the scrubbers' alone (``StreamScrubber.take_events``;
-    ``parse`` has no events). Share one between the scrubbers of a request or a stream; do not change
-    it (build another)."""
+    ``parse`` has no events). Share one between the scrubbers of a request or a stream; it is read-only
+    (setting an attribute raises ``AttributeError``: build another)."""
 
     __slots__ = (
         "max_block",
@@ -78,18 +78,25 @@ class Options:
             raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
         if not isinstance(stream_arguments, bool):
             raise TypeError(f"stream_arguments must be a bool, not {type(stream_arguments).__name__}")
-        self.table = table_for(formats)  # checks formats
-        self.ctx = _NO_TOOLS if tools is None else Context(tools)  # checks tools
-        self.max_block = max_block
-        self.formats = formats
-        self.tools = tools
-        self.unknown_tools = unknown_tools
-        self.calls_in_reasoning = calls_in_reasoning
-        self.code_fences = code_fences
-        self.reasoning_started = reasoning_started
-        self.stream_arguments = stream_arguments
-        self.quiet = self._quiet()
-        self.derived = {}
+        put = object.__setattr__  # read-only once made (see __setattr__)
+        put(self, "table", table_for(formats))  # checks formats
+        put(self, "ctx", _NO_TOOLS if tools is None else Context(tools))  # checks tools
+        put(self, "max_block", max_block)
+        put(self, "formats", formats)
+        put(self, "tools", tools)
+        put(self, "unknown_tools", unknown_tools)
+        put(self, "calls_in_reasoning", calls_in_reasoning)
+        put(self, "code_fences", code_fences)
+        put(self, "reasoning_started", reasoning_started)
+        put(self, "stream_arguments", stream_arguments)
+        put(self, "quiet", self._quiet())
+        put(self, "derived", {})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Options are read-only (what they imply is built once): build another to change {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Options are read-only: cannot delete {name!r}")
 
     def _quiet(self) -> tuple[str, ...] | None:
         """The characters without which a text is all content, as it is (what can begin markup: the first
@@ -99,10 +106,14 @@ class Options:
         table = self.table
         if table.whole or self.reasoning_started:
             return None
-        chars = {literal[0] for literal in table.literals} | {anchor for _, anchor, _ in table.anchored}
-        if self.ctx.has_tools:
-            chars |= {"{", "["}
-        return tuple(sorted(chars))
+        key = ("quiet", self.ctx.has_tools)  # the same for every Options of this table: built once
+        quiet = table.derived.get(key)
+        if quiet is None:
+            chars = {literal[0] for literal in table.literals} | {anchor for _, anchor, _ in table.anchored}
+            if self.ctx.has_tools:
+                chars |= {"{", "["}
+            quiet = table.derived[key] = tuple(sorted(chars))
+        return quiet
 
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:8] if getattr(self, k) != _DEFAULTS[k])
