@@ -66,7 +66,7 @@ from .dialects.jsonlike import (
 )
 from .markers import DEEPSEEK_SEP, Block
 from .relaxed_json import NO_VALUE, decode
-from .toolcall import ToolCall, new_call_id
+from .toolcall import ARGUMENTS_ENCODER, ToolCall, new_call_id
 
 __all__ = ["HEAD_MAX", "NEVER", "PIECE_MIN", "CallEvents"]
 
@@ -586,7 +586,7 @@ class _XmlCall:
         else:
             value = xml._typed(self._ctx, self._name, self._key, xml._trim(raw))
         try:
-            full = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            full = ARGUMENTS_ENCODER.encode(value)
         except (ValueError, RecursionError):
             return self._stop()
         sent = "".join(self._value_sent)

@@ -10,7 +10,7 @@ import sysconfig
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["ToolCall", "make_call", "new_call_id", "read_from"]
+__all__ = ["ARGUMENTS_ENCODER", "ToolCall", "make_call", "new_call_id", "read_from"]
 
 _ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
@@ -70,6 +70,10 @@ class ToolCall:
 _SET_NAME, _SET_ARGUMENTS, _SET_ID, _SET_DIALECT = (ToolCall.__dict__[f].__set__ for f in ToolCall.__slots__)
 
 
+#: ``json.dumps(…, ensure_ascii=False, allow_nan=False)``, built once (``json.dumps`` with options builds one a call)
+ARGUMENTS_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
     """The call of ``name`` (a non-blank string, stripped) with the arguments ``args`` (a dict), or ``None``.
 
@@ -80,7 +84,7 @@ def make_call(name: object, args: object, call_id: str | None = None) -> ToolCal
     if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
         return None
     try:
-        arguments = json.dumps(args, ensure_ascii=False, allow_nan=False)
+        arguments = ARGUMENTS_ENCODER.encode(args)
     except (ValueError, RecursionError):
         return None
     if call_id is None:
