@@ -829,15 +829,27 @@ def hermes_call(str body not None, str dialect not None):
     return _hermes_call(body, dialect)
 
 
+cdef Py_ssize_t _skip_space(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept:
+    """The first index from ``i`` whose character ``str.strip`` keeps; ``n`` if none."""
+    while i < n and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, i)):
+        i += 1
+    return i
+
+
+cdef Py_ssize_t _back_space(int kind, const void* d, Py_ssize_t lo, Py_ssize_t i) noexcept:
+    """The index after the last character before ``i`` (from ``lo``) that ``str.strip`` keeps; ``lo`` if none."""
+    while i > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, i - 1)):
+        i -= 1
+    return i
+
+
 cdef object _hermes_call(str body, str dialect):
     cdef int kind = PyUnicode_KIND(body)
     cdef const void* d = PyUnicode_DATA(body)
     cdef Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(body), end
     cdef Picked picked
-    while lo < hi and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, lo)):
-        lo += 1
-    while hi > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, hi - 1)):
-        hi -= 1
+    lo = _skip_space(kind, d, lo, hi)
+    hi = _back_space(kind, d, lo, hi)
     if lo >= hi or PyUnicode_READ(kind, d, lo) != 0x7B:
         return None
     picked.name_start = picked.args_start = -1
@@ -922,20 +934,6 @@ cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str 
     return _new_call(name, text[start:end], dialect) if name else None
 
 
-cdef Py_ssize_t _skip_space(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept:
-    """The first index from ``i`` whose character ``str.strip`` keeps; ``n`` if none."""
-    while i < n and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, i)):
-        i += 1
-    return i
-
-
-cdef Py_ssize_t _back_space(int kind, const void* d, Py_ssize_t lo, Py_ssize_t i) noexcept:
-    """The index after the last character before ``i`` (from ``lo``) that ``str.strip`` keeps; ``lo`` if none."""
-    while i > lo and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, i - 1)):
-        i -= 1
-    return i
-
-
 def deepseek_call(str body not None, str dialect not None):
     """The call of a DeepSeek body (``<｜tool▁sep｜>`` written full-width) whose arguments are a plain object
     (``plain_object``) the grammar keeps as written: ``NAME<sep>{args}``, or ``TYPE<sep>NAME`` and a line
@@ -1014,10 +1012,7 @@ cdef Tok _token(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, Py_ssize_t*
     cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
     cdef Py_ssize_t j, q = _quote_token(kind, d, n, i)
     if Py_UNICODE_ISSPACE(c):
-        j = i + 1
-        while j < n and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, j)):
-            j += 1
-        end[0] = j
+        end[0] = _skip_space(kind, d, i + 1, n)
         return T_SPACE
     if q:  # a string, if a quote closes it: the first quote after, escapes skipped
         j = i + q
@@ -1111,9 +1106,7 @@ def repair(str text not None):
             pieces.append(_single_to_double(text[i:end]))
             copied = end
         elif tok == T_NAME and expect_key:
-            k = end
-            while k < n and Py_UNICODE_ISSPACE(PyUnicode_READ(kind, d, k)):
-                k += 1
+            k = _skip_space(kind, d, end, n)
             if k < n and PyUnicode_READ(kind, d, k) == 0x3A:  # a bare key
                 pieces.append(text[copied:i])
                 pieces.append('"' + text[i:end] + '"')
@@ -1355,8 +1348,9 @@ cdef class StreamScrubber:
             raise ValueError("feed() after flush(): the stream has ended")
         if self._holding:
             return self._feed_held(delta)
-        if self._opener is not None:
-            if self._in_str and not self._esc and self._follow is None and PyUnicode_GET_LENGTH(self._held) == 0:
+        if self._opener is not None or self._reasoning:
+            if self._opener is not None and self._in_str and not self._esc and self._follow is None and (
+                    PyUnicode_GET_LENGTH(self._held) == 0):
                 n = PyUnicode_GET_LENGTH(delta)  # inside a JSON string of the block's body
                 kind = PyUnicode_KIND(delta)
                 data = PyUnicode_DATA(delta)
@@ -1367,8 +1361,6 @@ cdef class StreamScrubber:
                     self._pos += n
                     self._memo_s = None
                     return ""
-            return self._run(self._held + delta if PyUnicode_GET_LENGTH(self._held) else delta, False)
-        if self._reasoning:
             return self._run(self._held + delta if PyUnicode_GET_LENGTH(self._held) else delta, False)
         if PyUnicode_GET_LENGTH(self._held):  # a held candidate: the text is it and the delta
             if PyUnicode_GET_LENGTH(self._held) + PyUnicode_GET_LENGTH(delta) > SHORT_DELTA:
