@@ -378,14 +378,21 @@ def gemma_body(g: G, quote: str) -> str:
 def body_for(g: G, grammar: str, opener: str) -> str:
     """A body for a block of ``grammar`` (mostly one the grammar accepts)."""
     sep = DS_SEP.replace("\uff5c", "|") if "|tool" in opener else DS_SEP
+    other = DS_SEP if sep != DS_SEP else DS_SEP.replace("\uff5c", "|")  # the bars the opener does not have
+    if g.chance(0.1):  # read only after an ASCII opener (the grammar makes them full-width first)
+        sep = other
     if grammar in ("hermes", "wrapped_call"):
         r = g.rng.random()
-        return json_calls(g) if r < 0.7 or grammar == "wrapped_call" else qwen_xml(g) if r < 0.85 else glm(g)
+        if r < 0.7 or grammar == "wrapped_call":  # padded, now and then, by whitespace JSON does not have
+            return g.pick(["", "", "", "\u3000", "\x1c"]).join(["", json_calls(g), ""])
+        return qwen_xml(g) if r < 0.85 else glm(g)
     if grammar == "qwen3_xml":
         return qwen_xml(g)
     if grammar == "deepseek":
         r = g.rng.random()
         if r < 0.5:
+            if g.chance(0.15):  # the opener's bars in the name, the other bars before the object
+                return f"{g.pick(NAMES)}{sep}{g.pick(NAMES)}{other}{_dumps(g, _args(g))}"
             return f"{g.pick(NAMES)}{sep}{_dumps(g, _args(g))}"
         if r < 0.8:
             return f"function{sep}{g.pick(NAMES)}\n```json\n{_dumps(g, _args(g))}\n```"
@@ -1653,48 +1660,47 @@ def rebuild(chunks: list, index: int) -> dict:
     content = reasoning = ""
     calls: dict = {}
     finishes, odd, place = [], [], 0
+    for delta, finish in choice_deltas(chunks, index):
+        content += delta.get("content") or ""
+        reasoning += delta.get("reasoning_content") or ""
+        for e in delta.get("tool_calls") or []:
+            f = e.get("function") if isinstance(e.get("function"), dict) else {}
+            arguments = f.get("arguments")
+            if e["index"] not in calls:
+                named = isinstance(e.get("id"), str) and e.get("type") == "function"
+                if not (named and isinstance(f.get("name"), str) and isinstance(arguments, str)):
+                    odd.append(e)
+                first = arguments if isinstance(arguments, str) else ""
+                calls[e["index"]] = {"id": e.get("id"), "name": f.get("name"), "arguments": first, "first": first}
+                calls[e["index"]]["at"] = place
+            elif set(e) != {"index", "function"} or set(f) != {"arguments"} or not isinstance(arguments, str):
+                odd.append(e)  # a second call at one index, or a later entry naming its call again
+            else:
+                calls[e["index"]]["arguments"] += arguments
+            place += 1
+        if finish is not None:
+            finishes.append(finish)
+    return {"content": content, "reasoning": reasoning, "calls": calls, "finishes": finishes, "odd": odd}
+
+
+def choice_deltas(chunks: list, index: int):
+    """The ``(delta, finish_reason)`` of each entry of choice ``index``, in order (a missing delta is ``{}``)."""
     for chunk in chunks:
         for c in chunk.get("choices") or []:
-            if c["index"] != index:
-                continue
-            delta = c.get("delta") or {}
-            content += delta.get("content") or ""
-            reasoning += delta.get("reasoning_content") or ""
-            for e in delta.get("tool_calls") or []:
-                f = e.get("function") if isinstance(e.get("function"), dict) else {}
-                arguments = f.get("arguments")
-                if e["index"] not in calls:
-                    named = isinstance(e.get("id"), str) and e.get("type") == "function"
-                    if not (named and isinstance(f.get("name"), str) and isinstance(arguments, str)):
-                        odd.append(e)
-                    first = arguments if isinstance(arguments, str) else ""
-                    calls[e["index"]] = {"id": e.get("id"), "name": f.get("name"), "arguments": first, "first": first}
-                    calls[e["index"]]["at"] = place
-                elif set(e) != {"index", "function"} or set(f) != {"arguments"} or not isinstance(arguments, str):
-                    odd.append(e)  # a second call at one index, or a later entry naming its call again
-                else:
-                    calls[e["index"]]["arguments"] += arguments
-                place += 1
-            if c.get("finish_reason") is not None:
-                finishes.append(c["finish_reason"])
-    return {"content": content, "reasoning": reasoning, "calls": calls, "finishes": finishes, "odd": odd}
+            if c["index"] == index:
+                yield c.get("delta") or {}, c.get("finish_reason")
 
 
 def per_choice(chunks: list, index: int) -> dict:
     content, reasoning, calls, finishes = "", "", [], []
-    for chunk in chunks:
-        for c in chunk.get("choices") or []:
-            if c["index"] != index:
-                continue
-            delta = c.get("delta") or {}
-            content += delta.get("content") or ""
-            reasoning += delta.get("reasoning_content") or ""
-            calls += [
-                (t["index"], t["function"].get("name"), t["function"]["arguments"])
-                for t in delta.get("tool_calls") or []
-            ]
-            if c.get("finish_reason") is not None:
-                finishes.append(c["finish_reason"])
+    for delta, finish in choice_deltas(chunks, index):
+        content += delta.get("content") or ""
+        reasoning += delta.get("reasoning_content") or ""
+        calls += [
+            (t["index"], t["function"].get("name"), t["function"]["arguments"]) for t in delta.get("tool_calls") or []
+        ]
+        if finish is not None:
+            finishes.append(finish)
     return {"content": content, "reasoning": reasoning, "calls": calls, "finishes": finishes}
 
 
