@@ -508,7 +508,8 @@ def block_of(g: G, b, wrap: bool = False) -> str:
     if wrap and wrappers and g.chance(0.4):
         before = [w for w in wrappers if any(m.literal == w and m.before for m in MARKERS)]
         after = [w for w in wrappers if w not in before]
-        ws = g.pick(["", "\n", " ", " " * g.rng.randint(250, 260)])  # SECTION_GAP_MAX is 256
+        # SECTION_GAP_MAX is 256; text between makes a marker text (the scrubber must forget the block it saw)
+        ws = g.pick(["", "\n", " ", " " * g.rng.randint(250, 260), " ok ", "x"])
         text = (g.pick(before) + ws if before else "") + text + (ws + g.pick(after) if after else "")
     return text
 

@@ -101,6 +101,20 @@ def test_deepseek_section_in_deltas(impl):
     assert s.removed == 3
 
 
+@pytest.mark.parametrize("between", [" x", "x", " ok "])
+def test_text_after_a_block_makes_the_sections_end_marker_text(impl, between):
+    # an after-marker is removed only right after a block of its dialect (whitespace between at most): text
+    # in a delta of its own between them keeps it, however the text arrives
+    deltas = [DS_SEC_OPEN + DS_OPEN + "get" + DS_SEP + '{"a": 1}' + DS_CLOSE, between, DS_SEC_CLOSE, " y"]
+    outs, s = run(impl, deltas)
+    assert "".join(outs) == between + DS_SEC_CLOSE + " y"
+    assert [c.name for c in s.calls] == ["get"]
+    assert s.removed == 2
+    outs, s = run(impl, [deltas[0], " ", DS_SEC_CLOSE, " y"])
+    assert "".join(outs) == "  y"
+    assert s.removed == 3
+
+
 def test_feed_after_flush_is_an_error(impl):
     s = impl.StreamScrubber()
     s.feed("a")
@@ -108,6 +122,15 @@ def test_feed_after_flush_is_an_error(impl):
     assert s.flush() == ""  # flushing twice is harmless
     with pytest.raises(ValueError, match="after flush"):
         s.feed("b")
+
+
+@pytest.mark.parametrize(
+    "call", [lambda s: s.feed("a"), lambda s: s.flush(), lambda s: s.take_reasoning(), lambda s: s.take_events()]
+)
+def test_a_scrubber_whose_init_was_not_run_is_an_error(impl, call):
+    s = impl.StreamScrubber.__new__(impl.StreamScrubber)
+    with pytest.raises(TypeError, match="__init__ was not run"):
+        call(s)
 
 
 @pytest.mark.parametrize("bad", [None, b"x", 1, ["x"]])

@@ -1223,6 +1223,7 @@ cdef class StreamScrubber:
     cdef unsigned char _stop[128]
     cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _quiet_short)
     cdef bint _words  # the table has word openers (_CSpec.word_tail must look at a delta's end)
+    cdef bint _plain  # _settled() after the last call: feed may take its short path
     cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
     # the body the call events have not seen: from this index of _parts on, this long; seen once this long
     cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
@@ -1278,13 +1279,17 @@ cdef class StreamScrubber:
         memcpy(self._stop, self._spec.stop[variant], 128)
         memcpy(self._lit_only, self._spec.lit_only[variant], 128)
         self._words = self._spec.n_all != self._spec.n_entries
+        self._plain = self._settled()
         return 0
 
     cdef inline int _enter(self) except -1:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
         threads). The check and the mark are one step: under the GIL nothing runs between them, and
-        on free-threaded builds the critical section makes them atomic."""
+        on free-threaded builds the critical section makes them atomic. TypeError if ``__init__`` was
+        not run (``StreamScrubber.__new__``): the scrubber has no settings to work with."""
         with cython.critical_section(self):
+            if self._spec is None:
+                raise TypeError("StreamScrubber.__init__ was not run: the scrubber has no settings")
             if self._busy:
                 raise RuntimeError("a StreamScrubber was called from two threads at once: use one scrubber "
                                    "per stream, from one thread at a time")
@@ -1319,13 +1324,27 @@ cdef class StreamScrubber:
         """Calls whose events started and that were then abandoned (0 without ``stream_arguments``)."""
         return 0 if self._follow is None else self._follow.abandoned
 
-    @cython.always_allow_keywords(False)  # METH_O, the call path of list.append
+    @cython.binding(False)  # a method descriptor: CPython calls it as it calls list.append (no CyFunction)
+    @cython.always_allow_keywords(False)  # METH_O
     def feed(self, delta):
         """Take the next delta; return the text that can be shown now."""
+        cdef Py_ssize_t n
+        cdef int kind
+        cdef const void* data
+        with cython.critical_section(self):
+            # a short delta of text in plain content, with nothing in it that can begin markup: what _feed gives
+            if self._plain and not self._busy and PyUnicode_CheckExact(delta):
+                n = PyUnicode_GET_LENGTH(delta)
+                kind = PyUnicode_KIND(delta)
+                data = PyUnicode_DATA(delta)
+                if n <= SHORT_DELTA and self._quiet_short(kind, data, n):
+                    self._shown(kind, data, n)
+                    return delta
         self._enter()
         try:
             return self._feed(delta)
         finally:
+            self._plain = self._settled()
             self._busy = False
 
     def flush(self):
@@ -1334,6 +1353,7 @@ cdef class StreamScrubber:
         try:
             return self._flush()
         finally:
+            self._plain = self._settled()
             self._busy = False
 
     cdef str _feed(self, delta):
@@ -1375,11 +1395,20 @@ cdef class StreamScrubber:
                 not self._words or self._spec.word_tail(kind, data, 0, n) == n):
             if self._after_block >= 0 and not _all_ws(delta):
                 self._after_block = -1
-            if self._lines:
-                self._line = _line_after(self._line, kind, data, 0, n)
-            self._pos += n
+            self._shown(kind, data, n)
             return delta
         return self._run(delta, False)
+
+    cdef inline void _shown(self, int kind, const void* data, Py_ssize_t n) noexcept:
+        """Content text shown as it came: the line state and the offset move past it."""
+        if self._lines:
+            self._line = _line_after(self._line, kind, data, 0, n)
+        self._pos += n
+
+    cdef inline bint _settled(self) noexcept:
+        """Nothing held, open or pending: the next delta may take feed's short path (``_plain``)."""
+        return not self._closed and not self._holding and self._opener is None and not self._reasoning and (
+            PyUnicode_GET_LENGTH(self._held) == 0 and self._after_block < 0 and not self._words)
 
     cdef inline bint _quiet_short(self, int kind, const void* data, Py_ssize_t n) noexcept:
         """No character of ``_stop`` in the delta, but for literals' first characters that start nothing

@@ -450,8 +450,13 @@ class StreamScrubber:
         self._follow_from = self._follow_len = self._follow_wants = 0
 
     def _enter(self) -> None:
-        """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads)."""
-        if not self._busy.acquire(False):
+        """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads).
+        TypeError if ``__init__`` was not run (``StreamScrubber.__new__``)."""
+        try:
+            busy = self._busy
+        except AttributeError:
+            raise TypeError("StreamScrubber.__init__ was not run: the scrubber has no settings") from None
+        if not busy.acquire(False):
             raise RuntimeError(
                 "a StreamScrubber was called from two threads at once: use one scrubber "
                 "per stream, from one thread at a time"
