@@ -25,6 +25,10 @@ import pytest
         ("a<｜tool▁calls▁begin｜", 1),
         ("a<｜tool▁call▁begin｜>", 20),
         ("a</tool_call", 12),  # closers are not held outside a block
+        # 1-byte text where a literal has a wide character: a NUL there is not it (nor a Latin-1 letter)
+        ("a<\x00", 3),
+        ("a<\x00\x00", 4),
+        ("a<\xff", 3),
     ],
 )
 def test_hold_from_values(impl, text, expected):

@@ -21,6 +21,8 @@ def test_the_shipped_table_is_within_its_limits():
         (Block("x", "｜tool", "｜end", "hermes"), "start with an ASCII character: '｜tool'"),
         (Block("x", "<x>", "</" + "x" * markers.LITERAL_MAX + ">", "hermes"), "a closer must be 1-40 characters long"),
         (Block("x", "word", None, "hermes", anchor="（"), "anchor must be one ASCII character"),
+        (Marker("x", "<\U0001f527>"), "characters must be in the BMP: '<\U0001f527>'"),
+        (Block("x", "<x>", "</\U0001f527>", "hermes"), "characters must be in the BMP"),
     ],
 )
 def test_an_entry_outside_the_limits_is_named(extra, message):

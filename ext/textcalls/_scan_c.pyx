@@ -12,7 +12,7 @@ from json import loads as json_loads
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject_GenericSetAttr
 from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
 from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
@@ -56,16 +56,27 @@ if TABLE_LIMITS != (LITERAL_MAX, FIRST_CHARS_MAX):
     raise ImportError("textcalls._scan_c was built for other table limits than markers.py states")
 
 ctypedef struct Lit:
-    Py_UCS4 ch[LIT_MAX]
-    Py_ssize_t n
+    Py_UCS4 ch[LIT_MAX]  # the literal as 4-byte text
+    Py_UCS2 u2[LIT_MAX]  # as 2-byte text (literals are in the BMP: markers.check_limits)
+    Py_UCS1 u1[LIT_MAX]  # as 1-byte text, up to n1 (its first character above U+00FF, or n)
+    Py_ssize_t n, n1
 
 
 cdef void _lit(Lit* lit, str text) except *:
     if len(text) > LIT_MAX:
         raise ValueError("marker literal too long: %r" % text)
     lit.n = len(text)
+    lit.n1 = -1
     for k in range(lit.n):
-        lit.ch[k] = ord(text[k])
+        c = ord(text[k])
+        if c > 0xFFFF:
+            raise ValueError("a marker literal's characters must be in the BMP: %r" % text)
+        lit.ch[k] = c
+        lit.u2[k] = c
+        if c > 0xFF and lit.n1 < 0:
+            lit.n1 = k
+        lit.u1[k] = c if lit.n1 < 0 else 0
+    lit.n1 = lit.n if lit.n1 < 0 else lit.n1
 
 
 cdef bint IS_WS[128]
@@ -85,14 +96,23 @@ cdef inline bint _ws(Py_UCS4 c) noexcept nogil:
 
 
 cdef inline int _match(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, const Lit* lit) noexcept nogil:
-    """1 if ``lit`` starts at ``i``; -1 if the text ends inside a prefix of it; else 0."""
-    cdef Py_ssize_t k
-    for k in range(lit.n):
-        if i + k >= n:
-            return -1
-        if PyUnicode_READ(kind, d, i + k) != lit.ch[k]:
+    """1 if ``lit`` starts at ``i``; -1 if the text ends inside a prefix of it; else 0. The text's
+    characters there are compared as bytes with the literal written in the text's kind; where the
+    literal has a character the kind cannot hold and the text goes on that far, it is not there."""
+    cdef Py_ssize_t m = min(n - i, lit.n)  # the characters both have
+    if m <= 0:
+        return -1 if lit.n else 1
+    if PyUnicode_READ(kind, d, i) != lit.ch[0]:
+        return 0
+    if kind == 1:
+        if m > lit.n1 or memcmp(<const Py_UCS1*>d + i, lit.u1, m):
             return 0
-    return 1
+    elif kind == 2:
+        if memcmp(<const Py_UCS2*>d + i, lit.u2, 2 * m):
+            return 0
+    elif memcmp(<const Py_UCS4*>d + i, lit.ch, 4 * m):
+        return 0
+    return 1 if m == lit.n else -1
 
 
 cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize_t end, Py_UCS4 ch) noexcept nogil:
@@ -183,6 +203,10 @@ cdef class _CSpec:
     cdef tuple dialect_names    # per block kind
     cdef int* marker_reasoning  # per marker kind (index in the table's markers): its Marker.reasoning
     cdef int* block_entry       # per block kind: the index of its opener in entries
+    # the entries of block openers (not word openers), by dialect: those of dialect d are
+    # dialect_blocks[dialect_lo[d]:dialect_lo[d + 1]] (a before-marker looks ahead for them)
+    cdef int* dialect_blocks
+    cdef int* dialect_lo
     cdef bint* has_starts       # per block kind: the body's first character is restricted
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
@@ -222,12 +246,14 @@ cdef class _CSpec:
         self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
-        if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
-                and self.one_pass and self.marker_reasoning and self.block_entry and self.has_starts
-                and self.starts):
-            raise MemoryError()
         self.dialect_names = tuple(b.dialect for b in table.blocks)
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
+        self.dialect_blocks = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
+        self.dialect_lo = <int*>PyMem_Malloc((len(self.dialects) + 1) * sizeof(int))
+        if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
+                and self.one_pass and self.marker_reasoning and self.block_entry and self.has_starts
+                and self.starts and self.dialect_blocks and self.dialect_lo):
+            raise MemoryError()
         for c in range(128):
             self.lex_stop[c] = chr(c) in '"\\{}[]'
             self.first[c] = False
@@ -302,6 +328,14 @@ cdef class _CSpec:
             self.longest = max(self.longest, len(text))
             e += 1
             self.first_hi[ord(text[0])] = e
+        c = 0
+        for f in range(len(self.dialects)):
+            self.dialect_lo[f] = c
+            for e in range(self.n_entries):
+                if self.entries[e].block and self.entries[e].dialect == f:
+                    self.dialect_blocks[c] = e
+                    c += 1
+        self.dialect_lo[len(self.dialects)] = c
         for text in [b.closer for b in table.blocks if b.closer] + [b.opener for b in table.blocks] + [
                 m.literal for m in table.markers]:
             if ord(text[0]) >= 128:
@@ -337,6 +371,8 @@ cdef class _CSpec:
         PyMem_Free(self.block_entry)
         PyMem_Free(self.has_starts)
         PyMem_Free(self.starts)
+        PyMem_Free(self.dialect_blocks)
+        PyMem_Free(self.dialect_lo)
 
     cdef inline bint starts_nothing(self, int kind, const void* d, Py_ssize_t n, Py_ssize_t i, Py_UCS4 c) noexcept:
         """No literal starts with ``d[i]`` (``c``, ASCII) and the two characters after it, or the one there is
@@ -1220,7 +1256,7 @@ cdef class StreamScrubber:
     # '[' with tools (read in one pass over a short delta, SHORT_DELTA, instead of one search per character)
     # copies of the spec's stop/lit_only for this scrubber's code_fences and tools: 128 flags each, kept
     # here beside the other fields a delta reads (the spec's arrays sit far into a large struct)
-    cdef unsigned char _stop[128]
+    cdef unsigned char _stop[256]  # 128-255 stay 0 (zeroed at allocation): 1-byte text is read without a range test
     cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _quiet_short)
     cdef bint _words  # the table has word openers (_CSpec.word_tail must look at a delta's end)
     cdef bint _plain  # _settled() after the last call: feed may take its short path
@@ -1296,6 +1332,7 @@ cdef class StreamScrubber:
             self._busy = True
         return 0
 
+    @cython.binding(False)  # a method descriptor, as feed
     def take_reasoning(self):
         """The reasoning text (``<think>`` spans, markers removed) produced since the last call."""
         self._enter()
@@ -1311,6 +1348,7 @@ cdef class StreamScrubber:
             out.clear()
         return text
 
+    @cython.binding(False)  # a method descriptor, as feed
     def take_events(self):
         """The call events since the last call (``_events``: ``started``, ``arguments``, ``ended``,
         ``abandoned``); always ``[]`` without ``stream_arguments``."""
@@ -1331,22 +1369,26 @@ cdef class StreamScrubber:
         cdef Py_ssize_t n
         cdef int kind
         cdef const void* data
+        cdef bint screened = False  # the delta is plain content's and failed the screen: _feed would _run it
         with cython.critical_section(self):
             # a short delta of text in plain content, with nothing in it that can begin markup: what _feed gives
             if self._plain and not self._busy and PyUnicode_CheckExact(delta):
                 n = PyUnicode_GET_LENGTH(delta)
-                kind = PyUnicode_KIND(delta)
-                data = PyUnicode_DATA(delta)
-                if n <= SHORT_DELTA and self._quiet_short(kind, data, n):
-                    self._shown(kind, data, n)
-                    return delta
+                if n <= SHORT_DELTA:
+                    kind = PyUnicode_KIND(delta)
+                    data = PyUnicode_DATA(delta)
+                    if self._quiet_short(kind, data, n):
+                        self._shown(kind, data, n)
+                        return delta
+                    screened = True
         self._enter()
         try:
-            return self._feed(delta)
+            return self._run(delta, False) if screened else self._feed(delta)
         finally:
             self._plain = self._settled()
             self._busy = False
 
+    @cython.binding(False)  # a method descriptor, as feed
     def flush(self):
         """End the stream: return everything still held, blocks removed (no trimming)."""
         self._enter()
@@ -1417,10 +1459,15 @@ cdef class StreamScrubber:
         cdef const Py_UCS1* p1
         cdef Py_UCS4 c
         cdef Py_ssize_t k
+        cdef unsigned char any_stop = 0
         if kind == 1:
             p1 = <const Py_UCS1*>data
+            for k in range(n):  # most deltas have none: one branch for them
+                any_stop |= self._stop[p1[k]]
+            if not any_stop:
+                return True
             for k in range(n):
-                if p1[k] < 128 and self._stop[p1[k]] and not (
+                if self._stop[p1[k]] and not (
                         self._lit_only[p1[k]] and k + 1 < n and self._spec.starts_nothing(kind, data, n, k, p1[k])):
                     return False
             return True
@@ -1749,7 +1796,6 @@ cdef class StreamScrubber:
         cdef int e, f, r, o
         cdef bint hold_any, found
         cdef Entry* en
-        cdef Entry* other
         cdef int lo = spec.first_lo[c], hi = spec.first_hi[c]
         cdef Py_UCS4 c2
         a[0] = i + 1
@@ -1838,12 +1884,10 @@ cdef class StreamScrubber:
                     return C_HOLD
                 found = False
                 hold_any = False
-                for f in range(spec.n_entries):
-                    other = &spec.entries[f]
-                    if other.block and other.dialect == en.dialect:
-                        r = _match(kind, d, n, m, &other.lit)
-                        found = found or r == 1
-                        hold_any = hold_any or r == -1
+                for f in range(spec.dialect_lo[en.dialect], spec.dialect_lo[en.dialect + 1]):
+                    r = _match(kind, d, n, m, &spec.entries[spec.dialect_blocks[f]].lit)
+                    found = found or r == 1
+                    hold_any = hold_any or r == -1
                 if found:
                     a[0] = en.k
                     b[0] = j

@@ -247,11 +247,16 @@ MARKERS: tuple[Marker, ...] = (
 def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None:
     """Raise ValueError naming the entry if the table is outside the scanners' limits: every literal
     (an opener that is not a word opener, or a marker) ``LITERAL_MIN``–``LITERAL_MAX`` characters long
-    and starting with an ASCII character; every closer at most ``LITERAL_MAX``; every word opener's
-    anchor one ASCII character; at most ``FIRST_CHARS_MAX`` distinct first characters in all."""
+    and starting with an ASCII character; every closer at most ``LITERAL_MAX``; no character of a literal or
+    closer above U+FFFF (the C scanner compares them as 2-byte text); every word opener's anchor one ASCII
+    character; at most ``FIRST_CHARS_MAX`` distinct first characters in all."""
     firsts = set()
     entries: tuple[Block | Marker, ...] = (*blocks, *markers)
     for entry in entries:
+        literals = (entry.opener, entry.closer or "") if isinstance(entry, Block) else (entry.literal,)
+        for literal in literals:
+            if max(map(ord, literal), default=0) > 0xFFFF:
+                raise ValueError(f"{entry.dialect}: a literal's characters must be in the BMP: {literal!r}")
         if isinstance(entry, Block) and entry.anchor is not None:
             if len(entry.anchor) != 1 or not entry.anchor.isascii():
                 raise ValueError(
@@ -268,6 +273,7 @@ def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None
             )
         if not text[0].isascii():
             raise ValueError(f"{entry.dialect}: a literal must start with an ASCII character: {text!r}")
+
         firsts.add(text[0])
     if len(firsts) > FIRST_CHARS_MAX:
         raise ValueError(f"at most {FIRST_CHARS_MAX} distinct first characters, not {len(firsts)}: {sorted(firsts)}")
