@@ -94,6 +94,22 @@ def test_json_calls_relaxed_repairs():
     assert pairs(json_calls("<TOOLCALL>", "[{name: \"f\", 'arguments': {a: 1,},},]", CTX)) == [("f", {"a": 1})]
 
 
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("\ud83d\\ude00", "\U0001f600"),  # one half raw, one escaped: written and read back, they join
+        ("\\ud83d\ude00", "\U0001f600"),
+        ("\\ud83d\\ude00", "\U0001f600"),  # both escaped: json joins them itself
+        ("\ud83d\ude00", "\U0001f600"),  # both raw
+        ("\\ud83d", "\ud83d"),  # a lone half stays
+        ("\\\\ud83d", "\\ud83d"),  # an escaped backslash, then text: no surrogate
+    ],
+)
+def test_json_calls_surrogate_halves_join_as_json_would_join_them(written, read):
+    body = '[{"name": "f", "arguments": {"s": "' + written + '"}}, {"name": "g", "arguments": {}}]'
+    assert pairs(json_calls("<|tool_call|>", body, CTX)) == [("f", {"s": read}), ("g", {})]
+
+
 def test_json_calls_non_ascii():
     body = '[{"name": "天気", "arguments": {"city": "Zürich", "note": "\\u65e5\\u672c"}}]'
     assert pairs(json_calls("<TOOLCALL>", body, CTX)) == [("天気", {"city": "Zürich", "note": "日本"})]

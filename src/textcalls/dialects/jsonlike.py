@@ -168,7 +168,7 @@ def _call_object(call: dict, call_id: str | None = None) -> ToolCall | None:
 # --- shared helpers ---------------------------------------------------------------------
 
 
-def _object_call(obj: object, keep_id: bool = False) -> ToolCall | None:
+def _object_call(obj: object, keep_id: bool = False, reread: bool = True) -> ToolCall | None:
     """A call object found in a body (``tool_name`` counts as ``name``), read by ``_call_object``; with
     ``keep_id`` a non-blank string ``id`` becomes the call's id."""
     if not isinstance(obj, dict):
@@ -180,16 +180,25 @@ def _object_call(obj: object, keep_id: bool = False) -> ToolCall | None:
     # The object is written as JSON text and read back before it is read, as it always was: that joins a
     # surrogate pair whose halves the model wrote one raw and one escaped ("\ud83d" + "\\ude00" -> one
     # character; keys that become equal merge). Reading ``obj`` as it is would change such arguments.
-    try:
-        reread = json.loads(json.dumps(obj))
-    except (ValueError, RecursionError):
-        return None
-    return _call_object(reread, call_id)
+    # ``reread=False``: the text it was read from has no surrogate (raw or escaped), so neither has it, and
+    # reading it back would give it again.
+    if reread:
+        try:
+            obj = json.loads(json.dumps(obj))
+        except (ValueError, RecursionError):
+            return None
+    return _call_object(cast("dict", obj), call_id)
 
 
-def _all_calls(values: list, keep_id: bool = False) -> list[ToolCall]:
-    """Every value as a call object, or ``[]`` if any of them is not one."""
-    calls = [_object_call(value, keep_id) for value in values]
+#: a surrogate code point, raw or as a JSON escape (``\uD800``-``\uDFFF``); also matches an escaped
+#: backslash before ``uD8..``, which only costs the reading back
+_SURROGATE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
+
+
+def _all_calls(values: list, text: str, keep_id: bool = False) -> list[ToolCall]:
+    """Every value (read from the JSON ``text``) as a call object, or ``[]`` if any of them is not one."""
+    reread = _SURROGATE.search(text) is not None
+    calls = [_object_call(value, keep_id, reread) for value in values]
     return [] if None in calls else cast("list[ToolCall]", calls)  # no None in it
 
 
@@ -239,7 +248,7 @@ def json_calls(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         value = _semicolon_objects(text)
         if value is None:
             return []
-    return _all_calls(value if isinstance(value, list) else [value])
+    return _all_calls(value if isinstance(value, list) else [value], text)
 
 
 def json_lines_or_array(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -262,7 +271,7 @@ def json_lines_or_array(opener: str, body: str, ctx: Context) -> list[ToolCall] 
         value = [value]
     if not value or not all(isinstance(v, dict) and "name" in v for v in value):
         return None
-    return _all_calls(value)
+    return _all_calls(value, text)
 
 
 def wrapped_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -283,7 +292,7 @@ def wrapped_call(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     values = value if isinstance(value, list) else [value]
     if not values or not all(_is_wrapped_call(v, ctx) for v in values):
         return None
-    return _all_calls(values)
+    return _all_calls(values, text)
 
 
 def _is_wrapped_call(value: object, ctx: Context) -> bool:
@@ -435,7 +444,7 @@ def mistral(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         value = decode(text)
         if value is NO_VALUE:
             return []
-        return _all_calls(value if isinstance(value, list) else [value], keep_id=True)
+        return _all_calls(value if isinstance(value, list) else [value], text, keep_id=True)
     m = _MISTRAL_HEAD.match(text)
     if not m:
         return []
