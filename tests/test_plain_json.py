@@ -413,7 +413,12 @@ DEEPSEEK_CALLS = [
     (f'function{SEP}f\n```JSON \n{{"a":1}}\n```\n', ("f", '{"a":1}')),
     (f'function{SEP}f\n{{"a":1}}  ', ("f", '{"a":1}')),  # V3, no fence
     (f'天気{SEP}{{"都市": "東京"}}', ("天気", '{"都市": "東京"}')),
+    (f'function{SEP}f\n```\n{{"a":1}}\n```', ("f", '{"a":1}')),  # a fence without info
+    (f'function{SEP}f\n```  \n{{"a":1}}\n```', ("f", '{"a":1}')),  # info of spaces: stripped, empty
+    (f'function{SEP}f\n``` jSoN\n{{"a":1}}```', ("f", '{"a":1}')),  # info compared lowered
+    (f'f<{SEP}{{"a":1}}', ("f<", '{"a":1}')),  # the separator right after a "<" that is not one
     (f'function{SEP}f\n```py\n{{"a":1}}\n```', None),  # not a JSON fence: the grammar reads it
+    (f'function{SEP}f\n```jsonl\n{{"a":1}}\n```', None),
     (f'f{SEP}\u3000{{"a":1}}', None),  # not JSON whitespace before the object: read and written again
     (f'f{SEP}```json\n{{"a":1}}\n```', None),  # a fence right after the separator: read and written again
     (f'f{SEP}```\n{{"a":1}}', None),  # the same, never closed: "```" is not the name

@@ -9,9 +9,11 @@ are emitted or held, and the calls.
 
 cimport cython
 from json import loads as json_loads
+from types import MemberDescriptorType
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyObject_GenericSetAttr
-from libc.stdio cimport snprintf
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+from cpython.unicode cimport PyUnicode_New
 from libc.string cimport memchr, memcmp, memcpy
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
@@ -33,6 +35,11 @@ __all__ = [
 ]
 
 cdef extern from "Python.h":
+    object PyType_GenericAlloc(PyTypeObject* type, Py_ssize_t nitems)
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
     ctypedef unsigned char Py_UCS1
     ctypedef unsigned short Py_UCS2
     int PyUnicode_KIND(object) noexcept
@@ -85,7 +92,8 @@ for _c in range(128):
 cdef Py_ssize_t C_ATTR_MAX = ATTR_MAX
 cdef Py_ssize_t C_GAP_MAX = SECTION_GAP_MAX
 cdef Py_ssize_t NEVER = (<Py_ssize_t>1) << 62
-cdef str DEEPSEEK_SEP_C = DEEPSEEK_SEP
+cdef Lit SEP_LIT
+_lit(&SEP_LIT, DEEPSEEK_SEP)
 cdef list NO_REASONING = []  # a scrubber's reasoning text before any span: always empty, never appended to
 
 
@@ -434,6 +442,9 @@ cdef class _CSpec:
                 c2 = PyUnicode_READ(kind, d, i + 1)
                 if not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2]):
                     hi = lo
+                else:  # (entries are sorted by their second character within the first's)
+                    lo = self.lower_bound(lo, hi, c2)
+                    hi = self.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
         for e in range(lo, hi):
             if self.entries[e].strong or e == own:
                 r = self.tag_at(kind, d, n, i, &self.entries[e])
@@ -837,21 +848,54 @@ cdef object NEXT_ID = _toolcall._NEXT_ID  # the process's id count (toolcall.new
 cdef bint IDS_HERE = not _toolcall.ID_LOCKED  # with the GIL, a count's next() is one atomic step
 
 
+cdef const char* HEX_DIGITS = b"0123456789abcdef"
+
+
+cdef str _call_id():
+    """``new_call_id()``, made here from the same count: the prefix and the number in at least 10 hex digits."""
+    cdef unsigned long long number = NEXT_ID()
+    cdef char digits[16]
+    cdef int k = 0, j
+    cdef Py_ssize_t size = len(ID_PREFIX)
+    while number or k < 10:
+        digits[k] = HEX_DIGITS[number & 15]
+        number >>= 4
+        k += 1
+    cdef str call_id = PyUnicode_New(size + k, 127)  # ASCII, filled here before anything else sees it
+    cdef Py_UCS1* out = <Py_UCS1*>PyUnicode_DATA(call_id)
+    memcpy(out, <const char*>ID_PREFIX, size)
+    for j in range(k):
+        out[size + j] = digits[k - 1 - j]
+    return call_id
+
+
+cdef Py_ssize_t _slot(str field) except -1:
+    """The offset of ``ToolCall``'s slot ``field`` (its member descriptor's)."""
+    descr = ToolCall.__dict__[field]
+    if type(descr) is not MemberDescriptorType:
+        raise ImportError(f"textcalls._scan_c needs ToolCall.{field} to be a slot")
+    return (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
+
+
+cdef Py_ssize_t SLOT_NAME = _slot("name"), SLOT_ARGUMENTS = _slot("arguments")
+cdef Py_ssize_t SLOT_ID = _slot("id"), SLOT_DIALECT = _slot("dialect")
+
+
+cdef inline void _fill(object call, Py_ssize_t slot, object value) noexcept:
+    """Set an empty slot of a ``ToolCall`` nothing else has seen yet (what its descriptor's setter does)."""
+    Py_INCREF(value)
+    (<PyObject**>(<char*><PyObject*>call + slot))[0] = <PyObject*>value
+
+
 cdef object _new_call(str name, str arguments, str dialect):
-    """``ToolCall(name, arguments, None, dialect)``, made as its ``__init__`` makes it (the slots set through
-    their descriptors), with its id made here as ``new_call_id`` makes it, from the same count."""
-    cdef char buf[64]
-    cdef int k
-    if IDS_HERE:
-        k = snprintf(buf, sizeof(buf), "%s%010llx", <const char*>ID_PREFIX, <unsigned long long>NEXT_ID())
-        call_id = buf[:k].decode("ascii")
-    else:
-        call_id = new_call_id()
-    call = object.__new__(ToolCall)
-    PyObject_GenericSetAttr(call, "name", name)
-    PyObject_GenericSetAttr(call, "arguments", arguments)
-    PyObject_GenericSetAttr(call, "id", call_id)
-    PyObject_GenericSetAttr(call, "dialect", dialect)
+    """``ToolCall(name, arguments, None, dialect)``, made as its ``__init__`` makes it (its four slots set),
+    with its id made here as ``new_call_id`` makes it, from the same count."""
+    call_id = _call_id() if IDS_HERE else new_call_id()
+    call = PyType_GenericAlloc(<PyTypeObject*>ToolCall, 0)  # object.__new__(ToolCall)'s (ToolCall has no __new__)
+    _fill(call, SLOT_NAME, name)
+    _fill(call, SLOT_ARGUMENTS, arguments)
+    _fill(call, SLOT_ID, call_id)
+    _fill(call, SLOT_DIALECT, dialect)
     return call
 
 
@@ -978,27 +1022,62 @@ def deepseek_call(str body not None, str dialect not None):
     return _deepseek_call(body, dialect)
 
 
+cdef inline bint _ticks(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept:
+    """Three backticks at ``i`` (``text.startswith("```", i)``)."""
+    return 0 <= i and i + 3 <= n and (
+        PyUnicode_READ(kind, d, i) == 0x60 and PyUnicode_READ(kind, d, i + 1) == 0x60
+        and PyUnicode_READ(kind, d, i + 2) == 0x60)
+
+
+cdef const char* JSON_INFO = b"json"
+
+
+cdef inline bint _json_info(int kind, const void* d, Py_ssize_t i, Py_ssize_t j) noexcept:
+    """``text[i:j].strip().lower() in ("", "json")`` (no other character lowers to an ASCII letter of it)."""
+    cdef Py_ssize_t k
+    i = _skip_space(kind, d, i, j)
+    j = _back_space(kind, d, i, j)
+    if j - i == 0:
+        return True
+    if j - i != 4:
+        return False
+    for k in range(4):
+        if (<unsigned int>PyUnicode_READ(kind, d, i + k) | 0x20u) != <unsigned char>JSON_INFO[k]:
+            return False
+    return True
+
+
+cdef Py_ssize_t _find_sep(int kind, const void* d, Py_ssize_t n) noexcept:
+    """The first index of DeepSeek's separator, or -1 (``text.find(DEEPSEEK_SEP)``)."""
+    cdef Py_ssize_t i = _find(kind, d, 0, n, 0x3C)
+    while i >= 0:
+        if _match(kind, d, n, i, &SEP_LIT) == 1:
+            return i
+        i = _find(kind, d, i + 1, n, 0x3C)
+    return -1
+
+
 cdef object _deepseek_call(str body, str dialect):
     cdef int kind = PyUnicode_KIND(body)
     cdef const void* d = PyUnicode_DATA(body)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(body), i, j, k, nl, lo, hi, a, b
-    i = body.find(DEEPSEEK_SEP_C)
+    i = _find_sep(kind, d, n)
     if i < 0:
         return None
-    j = i + PyUnicode_GET_LENGTH(DEEPSEEK_SEP_C)
+    j = i + SEP_LIT.n
     k = _skip_space(kind, d, j, n)
     if k < n and PyUnicode_READ(kind, d, k) == 0x7B:  # NAME<sep>{args}
         return _written_call(body[:i], body, j, n, dialect)
-    if body.startswith("```", k):  # a fence right after the separator: the grammar reads it
+    if _ticks(kind, d, n, k):  # a fence right after the separator: the grammar reads it
         return None
-    nl = body.find("\n", j)  # TYPE<sep>NAME, then the arguments on the lines after
+    nl = _find(kind, d, j, n, 0x0A)  # TYPE<sep>NAME, then the arguments on the lines after
     if nl < 0:
         return None
     lo, hi = nl + 1, n
     a, b = _skip_space(kind, d, lo, n), _back_space(kind, d, lo, n)  # relaxed_json.strip_fence
-    k = body.find("\n", a, b)
-    if k >= 0 and body.startswith("```", a) and body.endswith("```", a, b) and (
-            body[a + 3 : k].strip().lower() in ("", "json")):
+    k = _find(kind, d, a, b, 0x0A)
+    # (a newline in [a, b) after three backticks at a puts b - 3 past a)
+    if k >= 0 and _ticks(kind, d, n, a) and _ticks(kind, d, n, b - 3) and _json_info(kind, d, a + 3, k):
         lo, hi = k + 1, b - 3
     return _written_call(body[j:nl], body, lo, hi, dialect)
 
@@ -1813,10 +1892,11 @@ cdef class StreamScrubber:
                 return C_PROSE
             lo = spec.lower_bound(lo, hi, c2)
             hi = spec.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
-        # a literal the text ends inside holds the stream
-        for e in range(lo, hi):
-            if _match(kind, d, n, i, &spec.entries[e].lit) == -1 and not final:
-                return C_HOLD
+        # a literal the text ends inside holds the stream (none can when the longest fits)
+        if not final and n - i < spec.longest:
+            for e in range(lo, hi):
+                if _match(kind, d, n, i, &spec.entries[e].lit) == -1:
+                    return C_HOLD
         for e in range(lo, hi):
             en = &spec.entries[e]
             if _match(kind, d, n, i, &en.lit) != 1:
