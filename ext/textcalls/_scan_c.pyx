@@ -390,6 +390,25 @@ cdef class _CSpec:
             return not self.triple[_triple(c, c2, PyUnicode_READ(kind, d, i + 2))]
         return not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2])
 
+    cdef bint ends_inside(self, int kind, const void* d, Py_ssize_t n) noexcept:
+        """The text (of at least one character) is a proper prefix of a literal: ``_candidate`` holds it
+        whole at its first character (the triple test passes where a literal starts so)."""
+        cdef Py_UCS4 c = PyUnicode_READ(kind, d, 0), c2
+        cdef int lo, hi, e
+        if n >= self.longest or c >= 128 or not self.first[c]:
+            return False
+        lo, hi = self.first_lo[c], self.first_hi[c]
+        if n >= 2:
+            c2 = PyUnicode_READ(kind, d, 1)
+            if not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2]):
+                return False
+            lo = self.lower_bound(lo, hi, c2)
+            hi = self.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
+        for e in range(lo, hi):
+            if _match(kind, d, n, 0, &self.entries[e].lit) == -1:
+                return True
+        return False
+
     cdef inline int lower_bound(self, int lo, int hi, Py_UCS4 c2) noexcept:
         """The first entry in [lo, hi) (sorted by second character) whose second character is >= c2."""
         cdef int mid
@@ -1462,7 +1481,7 @@ cdef class StreamScrubber:
                     screened = True
         self._enter()
         try:
-            return self._run(delta, False) if screened else self._feed(delta)
+            return self._unquiet(delta, kind, data, n) if screened else self._feed(delta)
         finally:
             self._plain = self._settled()
             self._busy = False
@@ -1518,7 +1537,15 @@ cdef class StreamScrubber:
                 self._after_block = -1
             self._shown(kind, data, n)
             return delta
-        return self._run(delta, False)
+        return self._unquiet(delta, kind, data, n)
+
+    cdef str _unquiet(self, str s, int kind, const void* data, Py_ssize_t n):
+        """``_run(s, False)`` for a text of content (nothing held, open or pending) that the screen did not
+        pass; a text that is all the start of a literal (a marker split over deltas) is held without it."""
+        if n and not self._fence and not self._words and self._spec.ends_inside(kind, data, n):
+            self._held = s  # _candidate holds at its first character: nothing emitted, _pos stays
+            return ""
+        return self._run(s, False)
 
     cdef inline void _shown(self, int kind, const void* data, Py_ssize_t n) noexcept:
         """Content text shown as it came: the line state and the offset move past it."""
