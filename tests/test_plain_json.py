@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls import _scan_py
-from textcalls.dialects.jsonlike import as_written, call_from_block
+from textcalls.dialects.jsonlike import _all_calls, as_written, call_from_block
 from textcalls.markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, decode
 from textcalls.toolcall import ToolCall, make_call, new_call_id
@@ -341,6 +341,79 @@ def check_one_pass_reader(reader: str, family: str, body: str) -> None:
 @given(call_objects())
 def test_hermes_call_is_the_grammars_call_on_both_implementations(body):
     check_one_pass_reader("hermes_call", HERMES, body)
+
+
+@st.composite
+def call_arrays(draw, near_misses=True):
+    """JSON arrays of drawn call objects, mostly ones ``hermes_call`` reads, and near misses (names, keys
+    and arguments it declines, stray text, a trailing comma, ``;``, other elements, other whitespace)."""
+    ws = st.sampled_from(["", " ", "\n", "\t", "", " ", "\u3000"])
+    json_ws = st.sampled_from(["", " ", "\n ", "\t"])
+    good = st.builds(
+        lambda w, n, k, a: "{" + w + f'"name":{w}{n},{w}"{k}": {a}' + w + "}",
+        json_ws,
+        st.sampled_from(['"f"', '" g "', '"h\\u0069"']),
+        st.sampled_from(["arguments", "parameters", "args", "input"]),
+        st.sampled_from(['{"a": 1}', "{}", '{"b": [1, {"c": "}"}]}', '{"s": "\\ud83d\\ude00"}']),
+    )
+    near = st.builds(
+        lambda n, k, a: "{" + f'"name": {n}, "{k}": {a}' + "}",
+        st.sampled_from(['"f"', '""', "3"]),
+        st.sampled_from(["arguments", "tool_name", "x"]),
+        st.sampled_from(['"{}"', "[]", "{}", "1e3"]),
+    )
+    if not near_misses:  # arrays hermes_call reads every element of
+        items = draw(st.lists(good, max_size=5))
+        separators = [draw(json_ws) + "," + draw(json_ws) for _ in items[1:]]
+        inner = items[0] + "".join(sep + item for sep, item in zip(separators, items[1:], strict=True)) if items else ""
+        return draw(json_ws) + "[" + draw(json_ws) + inner + draw(json_ws) + "]" + draw(json_ws)
+    items = draw(st.lists(st.one_of(good, near, call_objects(), st.sampled_from(["1", "null"])), max_size=4))
+    separator = st.sampled_from([",", ",", ", ", ";"])
+    separators = [draw(json_ws) + draw(separator) + draw(ws) for _ in items[1:]]
+    inner = items[0] + "".join(sep + item for sep, item in zip(separators, items[1:], strict=True)) if items else ""
+    end = draw(st.sampled_from(["]", "]", ",]", "] x", ""]))
+    return draw(ws) + "[" + draw(json_ws) + inner + draw(json_ws) + end + draw(ws)
+
+
+@SETTINGS
+@given(st.one_of(call_arrays(), call_arrays(near_misses=False)))
+def test_array_calls_are_each_elements_call_on_both_implementations(text):
+    py = _scan_py.array_calls(text, HERMES)
+    got = None if py is None else [(call.name, call.arguments, call.dialect) for call in py]
+    if _scan_c is not None:
+        c = _scan_c.array_calls(text, HERMES)
+        assert (None if c is None else [(call.name, call.arguments, call.dialect) for call in c]) == got
+    if py is not None:
+        # each element read as a call object (json.loads, then the Hermes rules): the same calls, the
+        # arguments equal as JSON, here kept as written
+        elements = json.loads(text)
+        assert [(call.name, json.loads(call.arguments)) for call in py] == [
+            (call.name, json.loads(call.arguments)) for call in _all_calls(elements, text)
+        ]
+        assert all(call.arguments in text for call in py)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[]", []),
+        (" [ \n ] ", []),
+        ('[{"name": "f", "arguments": {"a":1}} ,\n{"name":"g","parameters":{}}]', [("f", '{"a":1}'), ("g", "{}")]),
+        ('[{"name": "f", "arguments": {}},]', None),  # a trailing comma: not JSON (the repairs read it)
+        ('[{"name": "f", "arguments": {}}] x', None),
+        ('[{"name": "f", "arguments": {}}, 1]', None),
+        ('[{"name": "f", "arguments": {}}; {"name": "g", "arguments": {}}]', None),  # only commas separate
+        ('[{"name": "f", "arguments": {}} {"name": "g", "arguments": {}}]', None),
+        ('[{"name": "f", "arguments": "{}"}]', None),  # arguments as JSON text: read by the grammar
+        ('[{"tool_name": "f", "parameters": {}}]', None),  # Command R's key: read by the grammar
+        ('{"name": "f", "arguments": {}}', None),  # not an array
+        ("[\u3000]", None),  # not JSON whitespace
+    ],
+)
+def test_array_calls(impl, text, expected):
+    calls = impl.array_calls(text, "granite3")
+    assert (None if calls is None else [(call.name, call.arguments) for call in calls]) == expected
+    assert calls is None or all(call.dialect == "granite3" for call in calls)
 
 
 def test_hermes_call_ids_come_from_the_process_count(impl):

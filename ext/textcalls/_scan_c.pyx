@@ -29,7 +29,8 @@ from textcalls.toolcall import ToolCall, new_call_id
 from textcalls import toolcall as _toolcall
 
 __all__ = [
-    "StreamScrubber", "deepseek_call", "hermes_call", "hold_from", "may_contain_markup", "plain_object", "repair",
+    "StreamScrubber", "array_calls", "deepseek_call", "hermes_call", "hold_from", "may_contain_markup", "plain_object",
+    "repair",
     "scan_whole",
     "TABLE_LIMITS",
 ]
@@ -946,24 +947,61 @@ cdef object _hermes_call(str body, str dialect):
     cdef int kind = PyUnicode_KIND(body)
     cdef const void* d = PyUnicode_DATA(body)
     cdef Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(body), end
-    cdef Picked picked
     lo = _skip_space(kind, d, lo, hi)
     hi = _back_space(kind, d, lo, hi)
     if lo >= hi or PyUnicode_READ(kind, d, lo) != 0x7B:
         return None
+    call = _call_object_at(body, lo, hi, dialect, &end)
+    return call if end == hi else None
+
+
+cdef object _call_object_at(str text, Py_ssize_t i, Py_ssize_t n, str dialect, Py_ssize_t* end):
+    """``hermes_call`` of the object that starts at ``text[i]`` (``{``) within ``[i, n)``; ``end`` receives
+    where it ends (-1: not a plain object)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Picked picked
     picked.name_start = picked.args_start = -1
     picked.rank = 4
     picked.escaped_key = False
-    end = _plain_walk(body, lo, hi, None, &picked)
-    if (end != hi or picked.escaped_key or picked.name_start < 0 or picked.args_start < 0
+    end[0] = _plain_walk(text, i, n, None, &picked)
+    if (end[0] < 0 or picked.escaped_key or picked.name_start < 0 or picked.args_start < 0
             or PyUnicode_READ(kind, d, picked.name_start) != 0x22
             or PyUnicode_READ(kind, d, picked.args_start) != 0x7B):
         return None
-    name = body[picked.name_start + 1 : picked.name_end - 1]
+    name = text[picked.name_start + 1 : picked.name_end - 1]
     if "\\" in name:
-        name = json_loads(body[picked.name_start : picked.name_end])
+        name = json_loads(text[picked.name_start : picked.name_end])
     name = name.strip()
-    return _new_call(name, body[picked.args_start : picked.args_end], dialect) if name else None
+    return _new_call(name, text[picked.args_start : picked.args_end], dialect) if name else None
+
+
+def array_calls(str text not None, str dialect not None):
+    """The calls of a JSON array (JSON whitespace around it and between its elements) whose every element
+    is a call object ``hermes_call`` reads, in order; ``[]`` for an empty array; ``None`` for any other
+    text. Where it gives calls, reading each element as a call object gives the same ones."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = _json_ws(kind, d, n, 0), end
+    if i >= n or PyUnicode_READ(kind, d, i) != 0x5B:
+        return None
+    calls = []
+    i = _json_ws(kind, d, n, i + 1)
+    if i < n and PyUnicode_READ(kind, d, i) == 0x5D:
+        return calls if _json_ws(kind, d, n, i + 1) == n else None
+    while i < n and PyUnicode_READ(kind, d, i) == 0x7B:
+        call = _call_object_at(text, i, n, dialect, &end)
+        if call is None:
+            return None
+        calls.append(call)
+        i = _json_ws(kind, d, n, end)
+        if i < n and PyUnicode_READ(kind, d, i) == 0x2C:
+            i = _json_ws(kind, d, n, i + 1)
+        elif i < n and PyUnicode_READ(kind, d, i) == 0x5D:
+            return calls if _json_ws(kind, d, n, i + 1) == n else None
+        else:
+            return None
+    return None
 
 
 cdef class _Settings:

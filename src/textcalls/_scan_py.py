@@ -33,6 +33,7 @@ from .toolcall import ToolCall
 
 __all__ = [
     "StreamScrubber",
+    "array_calls",
     "deepseek_call",
     "hermes_call",
     "hold_from",
@@ -200,6 +201,36 @@ def hermes_call(body: str, dialect: str) -> ToolCall | None:
         name = json.loads(text[name_span[0] : name_span[1]])
     name = name.strip()
     return ToolCall(name, text[args_span[0] : args_span[1]], None, dialect) if name else None
+
+
+def array_calls(text: str, dialect: str) -> list[ToolCall] | None:
+    """The calls of a JSON array (JSON whitespace around it and between its elements) whose every element
+    is a call object ``hermes_call`` reads, in order; ``[]`` for an empty array; ``None`` for any other
+    text. Where it gives calls, reading each element as a call object gives the same ones."""
+    i = _json_ws(text, 0)
+    if not text.startswith("[", i):
+        return None
+    calls: list[ToolCall] = []
+    i = _json_ws(text, i + 1)
+    if text.startswith("]", i):
+        return calls if _json_ws(text, i + 1) == len(text) else None
+    while text.startswith("{", i):
+        try:
+            end = _PLAIN_SCAN(text, i)[1]  # where the element ends (hermes_call reads it again)
+        except (ValueError, StopIteration, RecursionError):
+            return None
+        call = hermes_call(text[i:end], dialect)
+        if call is None:
+            return None
+        calls.append(call)
+        i = _json_ws(text, end)
+        if text.startswith(",", i):
+            i = _json_ws(text, i + 1)
+        elif text.startswith("]", i):
+            return calls if _json_ws(text, i + 1) == len(text) else None
+        else:
+            return None
+    return None
 
 
 def deepseek_call(body: str, dialect: str) -> ToolCall | None:

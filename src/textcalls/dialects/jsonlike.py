@@ -243,6 +243,10 @@ def json_calls(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return []
     if not text.startswith(("{", "[")):
         return None
+    if _SURROGATE.search(text) is None:  # plain call objects: read in one pass, arguments kept as written
+        calls = _scan.impl.array_calls(text, "") if text[0] == "[" else _scan.impl.hermes_call(text, "")
+        if calls is not None:
+            return calls if isinstance(calls, list) else [calls]
     value = decode(text)
     if value is NO_VALUE:
         value = _semicolon_objects(text)
