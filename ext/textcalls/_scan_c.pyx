@@ -12,6 +12,7 @@ from json import loads as json_loads
 from types import MemberDescriptorType
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_New
 from libc.string cimport memchr, memcmp, memcpy
@@ -58,6 +59,7 @@ cdef enum:
     FIRST_MAX = 8    # markers.FIRST_CHARS_MAX: distinct first characters
     MAX_DEPTH_ARRAY = 1002  # relaxed_json.MAX_DEPTH + 2: the repairs' bracket stack
     SHORT_DELTA = 32  # a delta this long or shorter is screened in one pass, a longer one by memchr per character
+    QUIET_MAX = 16   # Options.quiet: literals' first characters (FIRST_MAX), '{' and '['
 
 TABLE_LIMITS = (LIT_MAX, FIRST_MAX)  #: what this build's arrays hold: (longest literal, first characters)
 if TABLE_LIMITS != (LITERAL_MAX, FIRST_CHARS_MAX):
@@ -1011,7 +1013,8 @@ cdef class _Settings:
     cdef str unknown_tools, calls_in_reasoning
     cdef Py_ssize_t max_block
     cdef bint whole, has_tools, reasoning_started, code_fences, stream_arguments
-    cdef tuple quiet  # Options.quiet, as code points; None: no text is quiet
+    cdef int n_quiet  # Options.quiet as code points (quiet_chars); -1: None, no text is quiet
+    cdef Py_UCS4 quiet_chars[QUIET_MAX]
 
     def __cinit__(self, options):
         self.spec = _cspec(options.table)
@@ -1024,14 +1027,20 @@ cdef class _Settings:
         self.reasoning_started = options.reasoning_started
         self.code_fences = options.code_fences
         self.stream_arguments = options.stream_arguments
-        self.quiet = None if options.quiet is None else tuple(ord(c) for c in options.quiet)
+        self.n_quiet = -1 if options.quiet is None else len(options.quiet)
+        if self.n_quiet > QUIET_MAX:
+            raise ValueError(f"at most {QUIET_MAX} characters can begin markup, not {self.n_quiet}")
+        for k in range(max(self.n_quiet, 0)):
+            self.quiet_chars[k] = ord(options.quiet[k])
 
 
 cdef _Settings _settings(options):
-    settings = options.derived.get("c")
-    if settings is None:
-        settings = options.derived["c"] = _Settings(options)
-    return <_Settings>settings
+    cdef dict derived = options.derived
+    cdef PyObject* got = PyDict_GetItem(derived, "c")  # borrowed
+    if got is not NULL:
+        return <_Settings>got
+    settings = derived["c"] = _Settings(options)
+    return settings
 
 
 def scan_whole(text, options):
@@ -1044,14 +1053,15 @@ def scan_whole(text, options):
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-    if settings.quiet is not None:
-        for c in settings.quiet:
-            if _find(kind, d, 0, n, <Py_UCS4>c) >= 0:
+    cdef int k
+    if settings.n_quiet >= 0:
+        for k in range(settings.n_quiet):
+            if _find(kind, d, 0, n, settings.quiet_chars[k]) >= 0:
                 break
         else:
             return text, [], 0, "", 0
     cdef StreamScrubber scrubber = StreamScrubber.__new__(StreamScrubber)
-    scrubber._setup(options)
+    scrubber._setup(settings)
     content = scrubber._feed(text) + scrubber._flush()
     return content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed
 
@@ -1405,10 +1415,9 @@ cdef class StreamScrubber:
             options = Options(**keywords) if keywords else DEFAULT
         elif keywords or not isinstance(options, Options):
             options = options_of({"options": options, **keywords})  # raises the error
-        self._setup(options)
+        self._setup(_settings(options))
 
-    cdef int _setup(self, options) except -1:
-        cdef _Settings settings = _settings(options)
+    cdef int _setup(self, _Settings settings) except -1:
         self._spec = settings.spec
         self._ctx = settings.ctx
         self._unknown = settings.unknown_tools
