@@ -1588,8 +1588,12 @@ cdef class StreamScrubber:
 
     cdef str _unquiet(self, str s, int kind, const void* data, Py_ssize_t n):
         """``_run(s, False)`` for a text of content (nothing held, open or pending) that the screen did not
-        pass; a text that is all the start of a literal (a marker split over deltas) is held without it."""
-        if n and not self._fence and not self._words and self._spec.ends_inside(kind, data, n):
+        pass; a text that is all the start of a literal (a marker split over deltas) is held without it.
+        (``_outside`` reaches ``_candidate`` at its first character only outside a code fence, and, with
+        tools, when that is not a ``{`` or ``[`` that may begin a bare call.)"""
+        cdef Py_UCS4 c = PyUnicode_READ(kind, data, 0) if n else 0
+        if n and not self._fence and not self._words and not (self._trail and (c == 0x7B or c == 0x5B)) and (
+                self._spec.ends_inside(kind, data, n)):
             self._held = s  # _candidate holds at its first character: nothing emitted, _pos stays
             return ""
         return self._run(s, False)
