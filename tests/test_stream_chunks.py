@@ -388,6 +388,21 @@ def test_block_over_max_block_is_text(impl):
             TypeError,
             "chunk['choices'][0]['delta']['tool_calls'][0]['index'] must be an int, not str",
         ),
+        (
+            {"choices": [{"index": 0, "delta": {"tool_calls": [5]}}]},
+            TypeError,
+            "chunk['choices'][0]['delta']['tool_calls'][0] must be a dict, not int",
+        ),
+        (
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": True}]}}]},
+            TypeError,
+            "chunk['choices'][0]['delta']['tool_calls'][0]['index'] must be an int, not bool",
+        ),
+        (
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0}, {"index": -1}]}}]},
+            ValueError,
+            "chunk['choices'][0]['delta']['tool_calls'][1]['index'] must be >= 0, not -1",
+        ),
         # the second choice named by its position
         ({"choices": [{"index": 0}, 5]}, TypeError, "chunk['choices'][1] must be a dict, not int"),
         ({"choices": [{"index": 0}, {"index": -2}]}, ValueError, "chunk['choices'][1]['index'] must be >= 0, not -2"),

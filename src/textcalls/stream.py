@@ -565,10 +565,12 @@ def _check_chunk(chunk) -> list | None:
             where = f"chunk['choices'][{_at(choices, choice)}]['delta']['tool_calls']"
             raise TypeError(f"{where} must be a list, not {type(calls).__name__}")
         for j, call in enumerate(calls):
-            where = f"chunk['choices'][{_at(choices, choice)}]['delta']['tool_calls'][{j}]"
-            if not isinstance(call, dict):
-                raise TypeError(f"{where} must be a dict, not {type(call).__name__}")
-            _check_index(call.get("index"), f"{where}['index']")
+            index = call.get("index") if isinstance(call, dict) else None
+            if type(index) is not int or index < 0:  # (its place is written out only for an error)
+                where = f"chunk['choices'][{_at(choices, choice)}]['delta']['tool_calls'][{j}]"
+                if not isinstance(call, dict):
+                    raise TypeError(f"{where} must be a dict, not {type(call).__name__}")
+                _check_index(index, f"{where}['index']")
     return choices
 
 
