@@ -273,7 +273,6 @@ def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None
             )
         if not text[0].isascii():
             raise ValueError(f"{entry.dialect}: a literal must start with an ASCII character: {text!r}")
-
         firsts.add(text[0])
     if len(firsts) > FIRST_CHARS_MAX:
         raise ValueError(f"at most {FIRST_CHARS_MAX} distinct first characters, not {len(firsts)}: {sorted(firsts)}")
