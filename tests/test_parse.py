@@ -226,17 +226,31 @@ class TestMaxBlock:
 
 
 @pytest.mark.parametrize("bad", [None, b"<tool_call>", 3, ["a"]])
-def test_parse_rejects_non_str(impl, tc, bad):
-    with pytest.raises(TypeError, match="parse"):
-        tc.parse(bad)
+@pytest.mark.parametrize("keywords", [{}, {"formats": ["hermes"]}, {"options": "not options"}])
+def test_parse_rejects_non_str(impl, tc, bad, keywords):
+    # the text is checked first, whatever the other arguments
+    with pytest.raises(TypeError, match=rf"^parse\(\) expects str, not {type(bad).__name__}$"):
+        tc.parse(bad, **keywords)
 
 
-def test_str_subclass_is_accepted(impl, tc):
+@pytest.mark.parametrize("text", ['hi <tool_call>{"name":"f"}</tool_call>', " hi "])
+def test_str_subclass_is_accepted(impl, tc, text):
     class S(str):
         pass
 
-    parsed = tc.parse(S('hi <tool_call>{"name":"f"}</tool_call>'))
-    assert parsed.content == "hi" and calls(parsed) == [("f", {})]
+    parsed = tc.parse(S(text))
+    assert parsed.content == "hi" and type(parsed.content) is str
+    assert calls(parsed) == ([("f", {})] if "<" in text else [])
+
+
+def test_parse_gives_a_parsed_like_one_made_by_hand(impl, tc):
+    call = tc.ToolCall("f", "{}")
+    assert tc.parse(" \n hi \u3000") == tc.Parsed("hi", [], 0, "", 0)  # no markup: the text, stripped
+    parsed = tc.parse(' a <tool_call>{"name": "f", "arguments": {}}</tool_call>\u3000')
+    assert type(parsed) is tc.Parsed and parsed == tc.Parsed("a", [call], 1, "", 0)
+    assert repr(parsed).startswith("Parsed(content='a', calls=[ToolCall(name='f', arguments='{}', id=")
+    parsed.content = "changed"  # a dataclass like any other (slots, not frozen)
+    assert parsed.content == "changed" and not hasattr(parsed, "__dict__")
 
 
 def test_non_ascii_text_of_every_width(impl, tc):

@@ -26,7 +26,7 @@ from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
 from textcalls.relaxed_json import MAX_DEPTH, PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, REPAIR_TOKENS, _single_to_double
 from textcalls.screens import may_contain_markup
-from textcalls.toolcall import ToolCall, new_call_id
+from textcalls.toolcall import Parsed, ToolCall, new_call_id
 from textcalls import toolcall as _toolcall
 
 __all__ = [
@@ -49,6 +49,7 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object) noexcept
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
     bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
+    bint PyUnicode_Check(object) noexcept
     bint PyUnicode_CheckExact(object) noexcept
     object PyUnicode_FromObject(object)
     int PyUnicode_1BYTE_KIND
@@ -891,22 +892,25 @@ cdef str _call_id():
     return call_id
 
 
-cdef Py_ssize_t _slot(str field) except -1:
-    """The offset of ``ToolCall``'s slot ``field`` (its member descriptor's)."""
-    descr = ToolCall.__dict__[field]
+cdef Py_ssize_t _slot(type cls, str field) except -1:
+    """The offset of ``cls``'s slot ``field`` (its member descriptor's)."""
+    descr = cls.__dict__[field]
     if type(descr) is not MemberDescriptorType:
-        raise ImportError(f"textcalls._scan_c needs ToolCall.{field} to be a slot")
+        raise ImportError(f"textcalls._scan_c needs {cls.__name__}.{field} to be a slot")
     return (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
 
 
-cdef Py_ssize_t SLOT_NAME = _slot("name"), SLOT_ARGUMENTS = _slot("arguments")
-cdef Py_ssize_t SLOT_ID = _slot("id"), SLOT_DIALECT = _slot("dialect")
+cdef Py_ssize_t SLOT_NAME = _slot(ToolCall, "name"), SLOT_ARGUMENTS = _slot(ToolCall, "arguments")
+cdef Py_ssize_t SLOT_ID = _slot(ToolCall, "id"), SLOT_DIALECT = _slot(ToolCall, "dialect")
+cdef Py_ssize_t SLOT_CONTENT = _slot(Parsed, "content"), SLOT_CALLS = _slot(Parsed, "calls")
+cdef Py_ssize_t SLOT_REMOVED = _slot(Parsed, "removed"), SLOT_REASONING = _slot(Parsed, "reasoning")
+cdef Py_ssize_t SLOT_MALFORMED = _slot(Parsed, "malformed")
 
 
-cdef inline void _fill(object call, Py_ssize_t slot, object value) noexcept:
-    """Set an empty slot of a ``ToolCall`` nothing else has seen yet (what its descriptor's setter does)."""
+cdef inline void _fill(object made, Py_ssize_t slot, object value) noexcept:
+    """Set an empty slot of an object nothing else has seen yet (what its descriptor's setter does)."""
     Py_INCREF(value)
-    (<PyObject**>(<char*><PyObject*>call + slot))[0] = <PyObject*>value
+    (<PyObject**>(<char*><PyObject*>made + slot))[0] = <PyObject*>value
 
 
 cdef object _new_call(str name, str arguments, str dialect):
@@ -1043,12 +1047,36 @@ cdef _Settings _settings(options):
     return settings
 
 
+cdef str _stripped(str s):
+    """``s.strip()``: without the whitespace (``str.isspace``) at both ends; ``s`` itself when there is none."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef const void* d = PyUnicode_DATA(s)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
+    cdef Py_ssize_t lo = _skip_space(kind, d, 0, n)
+    cdef Py_ssize_t hi = _back_space(kind, d, lo, n)
+    return s if lo == 0 and hi == n else s[lo:hi]
+
+
+cdef object _parsed(str content, list calls, Py_ssize_t removed, str reasoning, Py_ssize_t malformed):
+    """``Parsed(content.strip(), calls, removed, reasoning.strip(), malformed)``, made as ``_new_call``
+    makes a ``ToolCall`` (``Parsed`` has no ``__new__`` and its ``__init__`` only sets the five slots)."""
+    made = PyType_GenericAlloc(<PyTypeObject*>Parsed, 0)
+    _fill(made, SLOT_CONTENT, _stripped(content))
+    _fill(made, SLOT_CALLS, calls)
+    _fill(made, SLOT_REMOVED, removed)
+    _fill(made, SLOT_REASONING, _stripped(reasoning))
+    _fill(made, SLOT_MALFORMED, malformed)
+    return made
+
+
 def scan_whole(text, options):
-    """``parse``'s pass: ``(content, calls, removed, reasoning, malformed)`` of ``text`` fed to a
-    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped); a
-    text with none of ``options.quiet`` is all content, without a scrubber."""
-    if not PyUnicode_CheckExact(text):  # a subclass (parse checked that it is a str): its characters
-        text = PyUnicode_FromObject(text)
+    """``parse``'s pass: the ``Parsed`` of ``text`` fed to a ``StreamScrubber(options=options)`` whole and
+    flushed; a text with none of ``options.quiet`` is all content, without a scrubber. ``TypeError`` for a
+    ``text`` not a ``str``."""
+    if not PyUnicode_CheckExact(text):
+        if not PyUnicode_Check(text):
+            raise TypeError(f"parse() expects str, not {type(text).__name__}")
+        text = PyUnicode_FromObject(text)  # a subclass: its characters
     cdef _Settings settings = _settings(options)
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
@@ -1059,11 +1087,11 @@ def scan_whole(text, options):
             if _find(kind, d, 0, n, settings.quiet_chars[k]) >= 0:
                 break
         else:
-            return text, [], 0, "", 0
+            return _parsed(text, [], 0, "", 0)
     cdef StreamScrubber scrubber = StreamScrubber.__new__(StreamScrubber)
     scrubber._setup(settings)
     content = scrubber._feed(text) + scrubber._flush()
-    return content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed
+    return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed)
 
 
 cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect):

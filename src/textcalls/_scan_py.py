@@ -29,7 +29,7 @@ from .markers import ARGUMENT_KEYS, ATTR_MAX, DEEPSEEK_SEP, SECTION_GAP_MAX, WHI
 from .options import DEFAULT, Options, options_of
 from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, repair, strip_fence
 from .screens import may_contain_markup
-from .toolcall import ToolCall
+from .toolcall import Parsed, ToolCall
 
 __all__ = [
     "StreamScrubber",
@@ -250,15 +250,18 @@ def deepseek_call(body: str, dialect: str) -> ToolCall | None:
     return ToolCall(name.strip(), tail[plain[0] : plain[1]], None, dialect)
 
 
-def scan_whole(text: str, options: Options) -> tuple[str, list[ToolCall], int, str, int]:
-    """``parse``'s pass: ``(content, calls, removed, reasoning, malformed)`` of ``text`` fed to a
-    ``StreamScrubber(options=options)`` whole and flushed (``content`` and ``reasoning`` not stripped); a
-    text with none of ``options.quiet`` is all content, without a scrubber."""
+def scan_whole(text: str, options: Options) -> Parsed:
+    """``parse``'s pass: the ``Parsed`` of ``text`` fed to a ``StreamScrubber(options=options)`` whole and
+    flushed; a text with none of ``options.quiet`` is all content, without a scrubber. ``TypeError`` for a
+    ``text`` not a ``str``."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse() expects str, not {type(text).__name__}")
     if options.quiet is not None and not any(char in text for char in options.quiet):
-        return text, [], 0, "", 0
+        return Parsed(text.strip(), [], 0, "", 0)
     scrubber = StreamScrubber(options=options)
     content = scrubber.feed(text) + scrubber.flush()
-    return content, scrubber.calls, scrubber.removed, scrubber.take_reasoning(), scrubber.malformed
+    reasoning = scrubber.take_reasoning()
+    return Parsed(content.strip(), scrubber.calls, scrubber.removed, reasoning.strip(), scrubber.malformed)
 
 
 class _Spec:

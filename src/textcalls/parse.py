@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from . import _scan
 from .markers import MAX_BLOCK
 from .options import DEFAULT, Options, options_of
-from .toolcall import ToolCall
+from .toolcall import Parsed
 
 __all__ = ["Parsed", "parse"]
-
-
-@dataclass(slots=True)
-class Parsed:
-    """What ``parse`` recovered from one text.
-
-    ``content`` is the text with every block and marker removed, stripped at both ends;
-    ``calls`` the calls in order of appearance; ``removed`` how many blocks and markers were
-    removed (malformed blocks count: their markup goes even when no call results);
-    ``reasoning`` the text of ``<think>`` spans (markers removed), stripped at both ends;
-    ``malformed`` how many blocks of the content were removed without giving a call.
-    """
-
-    content: str
-    calls: list[ToolCall]
-    removed: int
-    reasoning: str = ""
-    malformed: int = 0
 
 
 def parse(
@@ -60,8 +41,6 @@ def parse(
     Markup inside a markdown code fence in the content is text (``code_fences=False``: not so).
     ``options``: an ``Options`` holding these keywords, checked once (then give no other keyword).
     """
-    if not isinstance(text, str):
-        raise TypeError(f"parse() expects str, not {type(text).__name__}")
     given = not (
         max_block is MAX_BLOCK
         and formats is None
@@ -71,21 +50,22 @@ def parse(
         and code_fences is True
         and reasoning_started is False
     )
+    if options is None and not given:
+        return _scan.impl.scan_whole(text, DEFAULT)  # it raises the TypeError below for a text not a str
+    if not isinstance(text, str):
+        raise TypeError(f"parse() expects str, not {type(text).__name__}")
     if options is None:
-        options = DEFAULT
-        if given:
-            options = Options(
-                max_block=max_block,
-                formats=formats,
-                tools=tools,
-                unknown_tools=unknown_tools,
-                calls_in_reasoning=calls_in_reasoning,
-                code_fences=code_fences,
-                reasoning_started=reasoning_started,
-            )
+        options = Options(
+            max_block=max_block,
+            formats=formats,
+            tools=tools,
+            unknown_tools=unknown_tools,
+            calls_in_reasoning=calls_in_reasoning,
+            code_fences=code_fences,
+            reasoning_started=reasoning_started,
+        )
     elif given:
         raise TypeError("options= takes the place of the other keywords: give one or the other")
     elif not isinstance(options, Options):
         options = options_of({"options": options})  # raises the error
-    content, calls, removed, reasoning, malformed = _scan.impl.scan_whole(text, options)
-    return Parsed(content.strip(), calls, removed, reasoning.strip(), malformed)
+    return _scan.impl.scan_whole(text, options)

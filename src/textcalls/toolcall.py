@@ -1,5 +1,6 @@
-"""The recovered call: an OpenAI-shaped function call with a process-unique id, and ``make_call``, the one
-way a grammar turns a name and arguments into one."""
+"""What recovery gives: the recovered call (an OpenAI-shaped function call with a process-unique id),
+``make_call``, the one way a grammar turns a name and arguments into one, and ``Parsed``, what ``parse``
+recovered from a text."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sysconfig
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["ARGUMENTS_ENCODER", "ToolCall", "make_call", "new_call_id", "read_from"]
+__all__ = ["ARGUMENTS_ENCODER", "Parsed", "ToolCall", "make_call", "new_call_id", "read_from"]
 
 _ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
@@ -65,6 +66,24 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What ``parse`` recovered from one text.
+
+    ``content`` is the text with every block and marker removed, stripped at both ends;
+    ``calls`` the calls in order of appearance; ``removed`` how many blocks and markers were
+    removed (malformed blocks count: their markup goes even when no call results);
+    ``reasoning`` the text of ``<think>`` spans (markers removed), stripped at both ends;
+    ``malformed`` how many blocks of the content were removed without giving a call.
+    """
+
+    content: str
+    calls: list[ToolCall]
+    removed: int
+    reasoning: str = ""
+    malformed: int = 0
 
 
 _SET_NAME, _SET_ARGUMENTS, _SET_ID, _SET_DIALECT = (ToolCall.__dict__[f].__set__ for f in ToolCall.__slots__)
