@@ -403,3 +403,29 @@ def test_a_tool_call_is_made_with_a_fresh_id_unless_given_and_stays_frozen():
     assert (renamed.name, renamed.id, renamed.dialect, given.name) == ("g", "functions.f:0", "kimi_k2", "f")
     for twin in (pickle.loads(pickle.dumps(given)), copy.deepcopy(given)):
         assert (twin.name, twin.arguments, twin.id, twin.dialect) == (given.name, given.arguments, given.id, "kimi_k2")
+
+
+@pytest.mark.parametrize(
+    ("prose", "value"),
+    [
+        ("a" * 70, "b" * 70),  # ASCII out of 2-byte text (the markers' full-width bars make it so)
+        ("é" * 70, "ÿ" * 70),  # Latin-1 out of 2-byte text
+        ("中" * 70, "é中" * 35),  # 2-byte out of 2-byte text
+        ("😀" + "a" * 70, "b" * 70),  # 4-byte content; ASCII arguments out of 4-byte text
+        ("😀" + "a" * 70, "é" * 70),  # Latin-1 out of 4-byte text
+        ("😀" + "a" * 70, "中" * 70),  # 2-byte out of 4-byte text
+        ("a" * 70, "😀" * 40),  # ASCII content out of 4-byte text
+        ("a" * 70, "\U00100000\U00010000" * 40),  # 4-byte whose code points OR past U+10FFFF
+    ],
+)
+def test_content_and_arguments_cut_out_of_wide_text_are_the_strings_written(impl, tc, prose, value):
+    # (strings of different kinds never compare equal: a slice left in a wider kind than its characters need
+    # would fail these comparisons; isascii reads the string's ASCII flag)
+    arguments = json.dumps({"v": value}, ensure_ascii=False)
+    text = f"{prose}{DS_SEC_OPEN}{DS_OPEN}function{DS_SEP}f\n```json\n{arguments}\n```{DS_CLOSE}{DS_SEC_CLOSE}"
+    parsed = tc.parse(text)
+    assert parsed.content == prose
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("f", arguments)]
+    assert (parsed.content.isascii(), parsed.calls[0].arguments.isascii()) == (prose.isascii(), arguments.isascii())
+    hermes = tc.parse(f'{prose} <tool_call>{{"name": "f", "arguments": {arguments}}}</tool_call>\u3000')
+    assert (hermes.content, [c.arguments for c in hermes.calls]) == (prose, [arguments])

@@ -15,6 +15,7 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_New
+from libc.stdint cimport uint32_t
 from libc.string cimport memchr, memcmp, memcpy
 
 from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
@@ -152,6 +153,49 @@ cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize
             return i
         at = hit + 1
     return -1
+
+
+cdef enum:
+    SLICE_WIDE_MIN = 64  # a shorter slice of wide text is made by Cython's slicing (the setup would cost more)
+
+
+cdef str _slice(str s, Py_ssize_t lo, Py_ssize_t hi):
+    """``s[lo:hi]`` for ``0 <= lo <= hi <= len(s)``. Out of wide text (2- and 4-byte kinds) the slice's
+    narrowest kind is found by OR-ing its characters (a loop the compiler vectorises; the OR is below 128,
+    256 or 65536 exactly when every character is), where ``str``'s slicing takes a branch a character."""
+    cdef int kind = PyUnicode_KIND(s)
+    if kind == PyUnicode_1BYTE_KIND or hi - lo < SLICE_WIDE_MIN:
+        return s[lo:hi]
+    cdef Py_ssize_t n = hi - lo, k
+    cdef const Py_UCS2* p2 = <const Py_UCS2*>PyUnicode_DATA(s) + lo
+    cdef const uint32_t* p4 = <const uint32_t*>PyUnicode_DATA(s) + lo  # not Py_UCS4: Cython reads that as a character
+    cdef Py_UCS2 top2 = 0
+    cdef uint32_t top = 0
+    if kind == 2:
+        for k in range(n):
+            top2 |= p2[k]
+        top = top2
+    else:
+        for k in range(n):
+            top |= p4[k]
+        if top > 0xFFFF:  # (an OR of code points may pass the last one, 0x10FFFF)
+            top = 0x10FFFF
+    cdef str out = PyUnicode_New(n, top)  # of the kind ``top`` names; filled here before anything else sees it
+    cdef int out_kind = PyUnicode_KIND(out)
+    cdef Py_UCS1* o1 = <Py_UCS1*>PyUnicode_DATA(out)
+    cdef Py_UCS2* o2 = <Py_UCS2*>PyUnicode_DATA(out)
+    if out_kind == kind:
+        memcpy(o1, <const char*>PyUnicode_DATA(s) + lo * kind, n * kind)
+    elif out_kind == 1 and kind == 2:
+        for k in range(n):
+            o1[k] = <Py_UCS1>p2[k]
+    elif out_kind == 1:
+        for k in range(n):
+            o1[k] = <Py_UCS1>p4[k]
+    else:
+        for k in range(n):
+            o2[k] = <Py_UCS2>p4[k]
+    return out
 
 
 cdef inline Py_ssize_t _line_after(Py_ssize_t line, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
@@ -1054,7 +1098,7 @@ cdef str _stripped(str s):
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
     cdef Py_ssize_t lo = _skip_space(kind, d, 0, n)
     cdef Py_ssize_t hi = _back_space(kind, d, lo, n)
-    return s if lo == 0 and hi == n else s[lo:hi]
+    return s if lo == 0 and hi == n else _slice(s, lo, hi)
 
 
 cdef object _parsed(str content, list calls, Py_ssize_t removed, str reasoning, Py_ssize_t malformed):
@@ -1106,7 +1150,7 @@ cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str 
     if end < 0 or _json_ws(kind, d, hi, end) != hi:
         return None
     name = name.strip()
-    return _new_call(name, text[start:end], dialect) if name else None
+    return _new_call(name, _slice(text, start, end), dialect) if name else None
 
 
 def deepseek_call(str body not None, str dialect not None):
@@ -1811,7 +1855,7 @@ cdef class StreamScrubber:
             if self._opener is not None:
                 kind = self._lex(s, p, final, &q)
                 if kind == LX_MORE:
-                    piece = s[p:q]
+                    piece = _slice(s, p, q)
                     self._parts.append(piece)
                     if self._follow is not None:
                         self._follow_len += q - p
@@ -1828,19 +1872,19 @@ cdef class StreamScrubber:
                 if kind == LX_CLOSE:
                     end = q + self._spec.closers[self._kind].n
                     if self._follow is not None and self._follow_len + q - p >= self._follow_wants:
-                        self._follow.body("".join(self._parts[self._follow_from:]) + s[p:q])
-                    self._finish("".join(self._parts) + s[p:q], out, s[q:end])
+                        self._follow.body("".join(self._parts[self._follow_from:]) + _slice(s, p, q))
+                    self._finish("".join(self._parts) + _slice(s, p, q), out, s[q:end])
                     p = end
                     continue
                 if kind == LX_PROSE:  # another opener, or a first character the block cannot start with
-                    self._emit(out, self._opener + "".join(self._parts) + s[p:q])
+                    self._emit(out, self._opener + "".join(self._parts) + _slice(s, p, q))
                     self._opener = None
                     if self._follow is not None:
                         self._follow.drop()
                     p = q
                     continue
                 # No closer outside a JSON string within the cap: the first raw closer ends the block.
-                body = "".join(self._parts) + s[p:]
+                body = "".join(self._parts) + _slice(s, p, PyUnicode_GET_LENGTH(s))
                 gbody = self._opened_at + PyUnicode_GET_LENGTH(self._opener)
                 self._poison_until = max(self._poison_until, NEVER if kind == LX_END else gbody + self.max_block + 1)
                 closer = self._spec.table.blocks[self._kind].closer or ""
@@ -1915,7 +1959,7 @@ cdef class StreamScrubber:
                     if j - i >= 3:
                         self._fence = not self._fence  # a fence opens or closes; the backticks stay
                     elif j == n and not final:
-                        self._emit(out, s[p:i])  # a run that may still become a fence
+                        self._emit(out, _slice(s, p, i))  # a run that may still become a fence
                         self._held = s[i:]
                         self._pos = base + i
                         return -1
@@ -1923,14 +1967,14 @@ cdef class StreamScrubber:
                 continue
             if i < 0:
                 t = n if final else self._spec.word_tail(kind, d, p, n)  # a word opener's start is held
-                self._emit(out, s[p:t])
+                self._emit(out, _slice(s, p, t))
                 self._held = s[t:]
                 self._pos = base + t
                 return -1
             c = PyUnicode_READ(kind, d, i)
             if (c == 0x7B or c == 0x5B) and self._trail:  # bare calls that end the message, from a line start
                 if not self._reasoning and base + i >= self._bare_stop and _line_after(self._line, kind, d, p, i) >= 0:
-                    self._emit(out, s[p:i])
+                    self._emit(out, _slice(s, p, i))
                     p = i
                     if self._tail_at(s, i, base, final) < 0:
                         return -1
@@ -1939,7 +1983,7 @@ cdef class StreamScrubber:
                     continue
             cand = self._candidate(kind, d, n, s, i, p, final, &a, &b)
             if cand == C_HOLD:
-                self._emit(out, s[p:i])
+                self._emit(out, _slice(s, p, i))
                 self._held = s[i:]
                 self._pos = base + i
                 return -1
@@ -1947,7 +1991,7 @@ cdef class StreamScrubber:
                 search = a
                 continue
             if cand == C_MARKER:
-                self._emit(out, s[p:i])
+                self._emit(out, _slice(s, p, i))
                 self.removed += 1
                 self._after_block = -1
                 self._line = -1
@@ -1964,7 +2008,7 @@ cdef class StreamScrubber:
                 continue
             if self._spec.entries[self._spec.block_entry[a]].anchor:  # a word opener: it ends where we are
                 i -= self._spec.entries[self._spec.block_entry[a]].lit.n
-            self._emit(out, s[p:i])
+            self._emit(out, _slice(s, p, i))
             self._open_block(<int>a, s[i:b], base + i)
             return b
 
