@@ -11,10 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls import _scan_py
+from textcalls._table import JSON_OUTSIDE, json_proof
 from textcalls.dialects.jsonlike import _all_calls, as_written, call_from_block
-from textcalls.markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
+from textcalls.markers import BLOCKS, DEEPSEEK, DEEPSEEK_CLOSE, DEEPSEEK_OPEN, DEEPSEEK_SEP, HERMES
+from textcalls.options import DEFAULT
 from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, decode
 from textcalls.toolcall import ToolCall, make_call, new_call_id
+
+from .streams import feed_in_pieces
 
 try:
     from textcalls import _scan_c
@@ -563,3 +567,169 @@ def test_deepseek_blocks_read_alike_with_the_shortcut_and_without(impl, tc, text
     parsed = tc.parse(text)
     assert [(c.name, c.arguments, c.dialect) for c in parsed.calls] == expected
     assert (parsed.malformed, parsed.content) == (malformed, "")
+
+
+# --- a block's plain object, read once: the Cython lexer reads it as plain_object does and tells the grammar -
+
+
+def blocks_of(opener: str, closer: str, bodies):
+    """Texts with the drawn bodies in blocks, and text or literals (the closer, an opener) around them."""
+    around = st.sampled_from(["", "a ", "\n", closer, "<tool_call>", "x" * 3])
+    return st.tuples(around, st.lists(bodies, min_size=1, max_size=2), around).map(
+        lambda t: t[0] + "".join(opener + body + closer for body in t[1]) + t[2]
+    )
+
+
+def agree_whole_and_split(text, cuts):
+    """``parse`` gives the same on both implementations, and every cut of the text gives what it gives."""
+    want = _scan_py.scan_whole(text, DEFAULT)
+    wanted = (want.content, want.reasoning, [(c.name, c.arguments) for c in want.calls], want.removed)
+    for impl in [m for m in (_scan_c, _scan_py) if m is not None]:
+        got = impl.scan_whole(text, DEFAULT)
+        assert (got.content, got.reasoning, [(c.name, c.arguments) for c in got.calls], got.removed) == wanted
+        content, reasoning, calls, removed = feed_in_pieces(impl, text, cuts)
+        assert (content.strip(), reasoning.strip(), calls, removed) == wanted
+
+
+# values whose strings hold literals the lexer must not take for markup, and objects that are not plain
+LITERAL_VALUES = [
+    '"</tool_call>"',
+    '"<tool_call>"',
+    f'"{DEEPSEEK_CLOSE}"',
+    '"[TOOL_CALLS]"',
+    '"a\\"</tool_call>"',
+    '"\\\\"',
+    "1e3",
+    "'x'",
+    '{"b": [1, {"c": "}"}]}',
+]
+
+
+@st.composite
+def literal_objects(draw):
+    members = draw(st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES + LITERAL_VALUES)), max_size=4))
+    return "{" + ", ".join(f'"{key}": {value}' for key, value in members) + "}"
+
+
+@SETTINGS
+@given(blocks_of("<tool_call>", "</tool_call>", literal_objects() | call_objects()), st.data())
+def test_hermes_blocks_read_alike_whole_and_split_on_both_implementations(text, data):
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=4)))
+    agree_whole_and_split(text, cuts)
+
+
+@SETTINGS
+@given(
+    blocks_of(
+        DEEPSEEK_OPEN,
+        DEEPSEEK_CLOSE,
+        st.tuples(deepseek_bodies(), literal_objects()).map(lambda t: t[0] if "{" in t[0] else t[0] + t[1]),
+    ),
+    st.data(),
+)
+def test_deepseek_blocks_read_alike_whole_and_split_on_both_implementations(text, data):
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=4)))
+    agree_whole_and_split(text, cuts)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "content"),
+    [
+        # the closer, an opener and a marker inside the arguments' strings are text of the arguments
+        (
+            '<tool_call>{"name": "f", "arguments": {"s": "</tool_call><tool_call>[TOOL_CALLS]"}}</tool_call>x',
+            [("f", '{"s": "</tool_call><tool_call>[TOOL_CALLS]"}')],
+            "x",
+        ),
+        (
+            f'{BEGIN}function{SEP}f\n```json\n{{"s": "{DEEPSEEK_CLOSE}"}}\n```{END}x',
+            [("f", f'{{"s": "{DEEPSEEK_CLOSE}"}}')],
+            "x",
+        ),
+        # not plain (an exponent): the lexer reads it character by character, the grammar reads it again
+        ('<tool_call>{"name": "f", "arguments": {"n": 1e3}}</tool_call>', [("f", '{"n": 1000.0}')], ""),
+        # plain, then text before the closer: the grammar's answer (no call: json.loads and the repairs
+        # decline the text after the object), the block removed
+        ('<tool_call>{"name": "f", "arguments": {}} x</tool_call>', [], ""),
+    ],
+)
+def test_a_plain_object_read_once_gives_the_grammars_call(impl, tc, text, expected, content):
+    parsed = tc.parse(text)
+    assert [(c.name, c.arguments) for c in parsed.calls] == expected
+    assert parsed.content == content
+
+
+@pytest.mark.parametrize(
+    ("opener", "closer", "family", "body"),
+    [
+        # the object the lexer read holds the separator: the arguments the grammar looks at start inside it
+        (DEEPSEEK_OPEN, DEEPSEEK_CLOSE, DEEPSEEK, f'{{"k": "{SEP}{{"}}'),
+        # the object the lexer read is the name
+        (DEEPSEEK_OPEN, DEEPSEEK_CLOSE, DEEPSEEK, f'{{"k": 1}}{SEP}{{"a": 1}}'),
+        # the object the lexer read is not all the body
+        ("<tool_call>", "</tool_call>", HERMES, '{"name": "f", "arguments": {}} {"name": "g", "arguments": {}}'),
+    ],
+)
+def test_the_object_the_lexer_read_is_taken_only_where_the_grammar_reads_it(impl, tc, opener, closer, family, body):
+    grammar = call_from_block(family, body)
+    parsed = tc.parse("x " + opener + body + closer)
+    assert [(c.name, c.arguments) for c in parsed.calls] == (
+        [] if grammar is None else [(grammar.name, grammar.arguments)]
+    )
+
+
+def lexer_stops(text):
+    """The indexes of a plain object at which a block body's lexer looks for literals: outside its strings,
+    and each string's opening quote."""
+    stops, in_string, escaped = [], False, False
+    for i, c in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        else:
+            stops.append(i)
+            in_string = c == '"'
+    return stops
+
+
+@SETTINGS
+@given(texts())
+def test_what_json_proof_rests_on_holds_in_every_plain_object(text):
+    if _scan_py.plain_object(text) is None:
+        return
+    start, end, _ = _scan_py.plain_object(text)
+    obj = text[start:end]
+    for i in lexer_stops(obj):
+        assert obj[i] in JSON_OUTSIDE
+        if obj[i] != '"' and i < len(obj) - 1:
+            assert obj[i + 1] in JSON_OUTSIDE
+
+
+@pytest.mark.parametrize(
+    ("literal", "proof"),
+    [
+        ("<tool_call>", True),
+        ("[TOOL_CALLS]", True),  # '[' is there, never followed by 'T'
+        ("ab", True),  # 'a' is there (false), never followed by 'b'
+        (",<x>", True),
+        ("functools", False),  # 'f' is never followed by 'u' there, but both are characters found there
+        ("[{", False),
+        ("true", False),
+        ('"name', False),  # a quote opens a string: anything may follow it
+        ("}</x>", False),  # the object's last character: the text after it may follow
+    ],
+)
+def test_json_proof(literal, proof):
+    assert json_proof(literal) is proof
+
+
+def test_every_shipped_block_with_a_closer_and_json_strings_has_its_plain_object_read_once():
+    # (the Cython lexer reads such a block's plain object in one pass when all the literals it looks for
+    # there are json_proof; otherwise it lexes it character by character, as before)
+    strong = [b.opener for b in BLOCKS if b.anchor is None and b.strong]
+    assert all(json_proof(lit) for lit in strong)
+    assert all(json_proof(b.opener) and json_proof(b.closer) for b in BLOCKS if b.closer and b.json_strings)

@@ -18,7 +18,7 @@ from cpython.unicode cimport PyUnicode_New
 from libc.stdint cimport uint32_t
 from libc.string cimport memchr, memcmp, memcpy
 
-from textcalls._table import BareLead, read_bare, read_block, read_unterminated, read_whole, table_for
+from textcalls._table import BareLead, json_proof, read_bare, read_block, read_unterminated, read_whole, table_for
 from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
 from textcalls.markers import DEEPSEEK_SEP
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
@@ -254,6 +254,7 @@ cdef class _CSpec:
     cdef Lit* closers           # per block kind
     cdef bint* json_end         # per block kind: ends where its JSON value ends
     cdef bint* json_strings     # per block kind
+    cdef bint* plain_skip       # per block kind: no literal _lex looks for can begin outside a plain object's strings
     cdef int* block_dialect     # per block kind
     cdef int* one_pass          # per block kind: ONE_PASS_HERMES/_DEEPSEEK when read by dialects.hermes/deepseek
     cdef tuple dialect_names    # per block kind
@@ -296,6 +297,7 @@ cdef class _CSpec:
         self.closers = <Lit*>PyMem_Malloc(max(1, nb) * sizeof(Lit))
         self.json_end = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.json_strings = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
+        self.plain_skip = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
         self.block_dialect = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.one_pass = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.marker_reasoning = <int*>PyMem_Malloc(max(1, nm) * sizeof(int))
@@ -306,9 +308,9 @@ cdef class _CSpec:
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
         self.dialect_blocks = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.dialect_lo = <int*>PyMem_Malloc((len(self.dialects) + 1) * sizeof(int))
-        if not (self.entries and self.closers and self.json_end and self.json_strings and self.block_dialect
-                and self.one_pass and self.marker_reasoning and self.block_entry and self.has_starts
-                and self.starts and self.dialect_blocks and self.dialect_lo):
+        if not (self.entries and self.closers and self.json_end and self.json_strings and self.plain_skip
+                and self.block_dialect and self.one_pass and self.marker_reasoning and self.block_entry
+                and self.has_starts and self.starts and self.dialect_blocks and self.dialect_lo):
             raise MemoryError()
         for c in range(128):
             self.lex_stop[c] = chr(c) in '"\\{}[]'
@@ -405,10 +407,13 @@ cdef class _CSpec:
                 other = (fences and c == 0x60) or (tools and (c == 0x7B or c == 0x5B))
                 self.stop[variant][c] = self.first[c] or other
                 self.lit_only[variant][c] = self.first[c] and not other and not self.anchors[c]
+        strong_proof = all(json_proof(b.opener) for b in table.blocks if b.anchor is None and b.strong)
         for k, b in enumerate(table.blocks):
             _lit(&self.closers[k], b.closer or "")
             self.json_end[k] = b.closer is None
             self.json_strings[k] = b.json_strings
+            # _lex skips a plain object where it would look for none of these (_table.json_proof)
+            self.plain_skip[k] = strong_proof and bool(b.closer) and json_proof(b.closer) and json_proof(b.opener)
             self.block_dialect[k] = self.dialects.index(b.dialect)
             self.one_pass[k] = ONE_PASS_HERMES if b.grammar == "hermes" else (
                 ONE_PASS_DEEPSEEK if b.grammar == "deepseek" else NO_ONE_PASS)
@@ -421,6 +426,7 @@ cdef class _CSpec:
         PyMem_Free(self.closers)
         PyMem_Free(self.json_end)
         PyMem_Free(self.json_strings)
+        PyMem_Free(self.plain_skip)
         PyMem_Free(self.block_dialect)
         PyMem_Free(self.one_pass)
         PyMem_Free(self.marker_reasoning)
@@ -770,6 +776,31 @@ ctypedef struct Picked:  # what _plain_walk saw of a call object's members (see 
     bint escaped_key      # a member's key written with an escape: maybe one of these keys
 
 
+ctypedef struct Walked:  # a plain object _lex read in a block's body: where it is, its members
+    Py_ssize_t lo, hi
+    Picked picked
+
+
+cdef inline void _unpicked(Picked* picked) noexcept:
+    """Nothing picked yet."""
+    picked.name_start = picked.name_end = picked.args_start = picked.args_end = -1
+    picked.rank = 4
+    picked.escaped_key = False
+
+
+cdef inline Py_ssize_t _back(Py_ssize_t i, Py_ssize_t by) noexcept:
+    return i - by if i >= 0 else i
+
+
+cdef Walked _shifted(const Walked* walked, Py_ssize_t by) noexcept:
+    """``walked`` in a slice of its text that starts at ``by``."""
+    cdef Walked out = walked[0]
+    out.lo, out.hi = walked.lo - by, walked.hi - by
+    out.picked.name_start, out.picked.name_end = _back(walked.picked.name_start, by), _back(walked.picked.name_end, by)
+    out.picked.args_start, out.picked.args_end = _back(walked.picked.args_start, by), _back(walked.picked.args_end, by)
+    return out
+
+
 cdef tuple ARGUMENT_KEYS = _ARGUMENT_KEYS
 if len(ARGUMENT_KEYS) != 4:
     raise ImportError("textcalls._scan_c reads four arguments keys: markers.ARGUMENT_KEYS has changed")
@@ -976,7 +1007,7 @@ def hermes_call(str body not None, str dialect not None):
     member key written with an escape; its arguments kept as written, read from ``dialect``. ``None``
     for any other body (``dialects.hermes`` reads those): where it gives a call, the grammar gives the
     same one."""
-    return _hermes_call(body, dialect)
+    return _hermes_call(body, dialect, NULL)
 
 
 cdef Py_ssize_t _skip_space(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept:
@@ -993,7 +1024,8 @@ cdef Py_ssize_t _back_space(int kind, const void* d, Py_ssize_t lo, Py_ssize_t i
     return i
 
 
-cdef object _hermes_call(str body, str dialect):
+cdef object _hermes_call(str body, str dialect, const Walked* walked):
+    """``hermes_call``; ``walked``: a plain object ``_lex`` read in ``body`` (or ``NULL``), not read again."""
     cdef int kind = PyUnicode_KIND(body)
     cdef const void* d = PyUnicode_DATA(body)
     cdef Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(body), end
@@ -1001,6 +1033,8 @@ cdef object _hermes_call(str body, str dialect):
     hi = _back_space(kind, d, lo, hi)
     if lo >= hi or PyUnicode_READ(kind, d, lo) != 0x7B:
         return None
+    if walked != NULL and walked.lo == lo and walked.hi == hi:  # (the object read from lo ends where it ended)
+        return _picked_call(body, &walked.picked, dialect)
     call = _call_object_at(body, lo, hi, dialect, &end)
     return call if end == hi else None
 
@@ -1008,14 +1042,18 @@ cdef object _hermes_call(str body, str dialect):
 cdef object _call_object_at(str text, Py_ssize_t i, Py_ssize_t n, str dialect, Py_ssize_t* end):
     """``hermes_call`` of the object that starts at ``text[i]`` (``{``) within ``[i, n)``; ``end`` receives
     where it ends (-1: not a plain object)."""
+    cdef Picked picked
+    _unpicked(&picked)
+    end[0] = _plain_walk(text, i, n, None, &picked)
+    return None if end[0] < 0 else _picked_call(text, &picked, dialect)
+
+
+cdef object _picked_call(str text, const Picked* picked, str dialect):
+    """The call of a plain object in ``text`` whose members ``picked`` holds: a non-blank name string and
+    object arguments, no key written with an escape; else ``None``."""
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
-    cdef Picked picked
-    picked.name_start = picked.args_start = -1
-    picked.rank = 4
-    picked.escaped_key = False
-    end[0] = _plain_walk(text, i, n, None, &picked)
-    if (end[0] < 0 or picked.escaped_key or picked.name_start < 0 or picked.args_start < 0
+    if (picked.escaped_key or picked.name_start < 0 or picked.args_start < 0
             or PyUnicode_READ(kind, d, picked.name_start) != 0x22
             or PyUnicode_READ(kind, d, picked.args_start) != 0x7B):
         return None
@@ -1138,15 +1176,19 @@ def scan_whole(text, options):
     return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed)
 
 
-cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect):
+cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect, const Walked* walked):
     """``jsonlike.as_written(name, text[lo:hi])`` with ``dialect``: the call when that text is a plain object
-    (JSON whitespace around it) and ``name`` is not blank; else ``None``."""
+    (JSON whitespace around it) and ``name`` is not blank; else ``None``. ``walked``: a plain object
+    ``_lex`` read in ``text`` (or ``NULL``), not read again."""
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
     cdef Py_ssize_t start = _json_ws(kind, d, hi, lo), end
     if start >= hi or PyUnicode_READ(kind, d, start) != 0x7B:
         return None
-    end = _plain_walk(text, start, hi, None, NULL)
+    if walked != NULL and walked.lo == start and walked.hi <= hi:  # (the object read from start ends there)
+        end = walked.hi
+    else:
+        end = _plain_walk(text, start, hi, None, NULL)
     if end < 0 or _json_ws(kind, d, hi, end) != hi:
         return None
     name = name.strip()
@@ -1158,7 +1200,7 @@ def deepseek_call(str body not None, str dialect not None):
     (``plain_object``) the grammar keeps as written: ``NAME<sep>{args}``, or ``TYPE<sep>NAME`` and a line
     break before the object, maybe in one `` ```json `` fence; read from ``dialect``. ``None`` for any
     other body (``dialects.deepseek`` reads those): where it gives a call, the grammar gives the same one."""
-    return _deepseek_call(body, dialect)
+    return _deepseek_call(body, dialect, NULL)
 
 
 cdef inline bint _ticks(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept:
@@ -1196,7 +1238,8 @@ cdef Py_ssize_t _find_sep(int kind, const void* d, Py_ssize_t n) noexcept:
     return -1
 
 
-cdef object _deepseek_call(str body, str dialect):
+cdef object _deepseek_call(str body, str dialect, const Walked* walked):
+    """``deepseek_call``; ``walked``: a plain object ``_lex`` read in ``body`` (or ``NULL``), not read again."""
     cdef int kind = PyUnicode_KIND(body)
     cdef const void* d = PyUnicode_DATA(body)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(body), i, j, k, nl, lo, hi, a, b
@@ -1206,7 +1249,7 @@ cdef object _deepseek_call(str body, str dialect):
     j = i + SEP_LIT.n
     k = _skip_space(kind, d, j, n)
     if k < n and PyUnicode_READ(kind, d, k) == 0x7B:  # NAME<sep>{args}
-        return _written_call(body[:i], body, j, n, dialect)
+        return _written_call(body[:i], body, j, n, dialect, walked)
     if _ticks(kind, d, n, k):  # a fence right after the separator: the grammar reads it
         return None
     nl = _find(kind, d, j, n, 0x0A)  # TYPE<sep>NAME, then the arguments on the lines after
@@ -1218,7 +1261,7 @@ cdef object _deepseek_call(str body, str dialect):
     # (a newline in [a, b) after three backticks at a puts b - 3 past a)
     if k >= 0 and _ticks(kind, d, n, a) and _ticks(kind, d, n, b - 3) and _json_info(kind, d, a + 3, k):
         lo, hi = k + 1, b - 3
-    return _written_call(body[j:nl], body, lo, hi, dialect)
+    return _written_call(body[j:nl], body, lo, hi, dialect, walked)
 
 
 # -- relaxed JSON: the repairs, token by token over the buffer (relaxed_json.repair is the twin) ---------
@@ -1448,6 +1491,8 @@ cdef class StreamScrubber:
     cdef bint _in_str, _esc   # inside a block's JSON: in a string, right after a backslash in one
     cdef bint _at_start       # inside a block: no non-blank character of its body seen yet
     cdef Py_ssize_t _depth
+    cdef object _walked_s     # inside a block: the buffer in which _lex read the plain object _walked (None: none)
+    cdef Walked _walked
     cdef bint _reasoning      # inside a reasoning span
     # _reasoning.Reasoning: the text not yet taken, the blocks of spans until decided; None until a span
     # opens (nothing to take or decide before)
@@ -1848,6 +1893,7 @@ cdef class StreamScrubber:
 
     cdef str _run(self, str s, bint final):
         cdef list out = None  # made when text goes out (a delta inside a block has none)
+        cdef Walked walked
         cdef Py_ssize_t base = self._pos, p = 0, q, c, gbody, end
         cdef Lexed kind
         cdef str body, closer, piece
@@ -1873,7 +1919,11 @@ cdef class StreamScrubber:
                     end = q + self._spec.closers[self._kind].n
                     if self._follow is not None and self._follow_len + q - p >= self._follow_wants:
                         self._follow.body("".join(self._parts[self._follow_from:]) + _slice(s, p, q))
-                    self._finish("".join(self._parts) + _slice(s, p, q), out, s[q:end])
+                    if self._walked_s is s and not self._parts and self._walked.lo >= p:  # read by _lex in this s
+                        walked = _shifted(&self._walked, p)
+                        self._finish(_slice(s, p, q), out, s[q:end], None, &walked)
+                    else:
+                        self._finish("".join(self._parts) + _slice(s, p, q), out, s[q:end])
                     p = end
                     continue
                 if kind == LX_PROSE:  # another opener, or a first character the block cannot start with
@@ -2143,22 +2193,25 @@ cdef class StreamScrubber:
         self._esc = False
         self._depth = 0
         self._at_start = True
+        self._walked_s = None
         if self._follow is not None:
             self._follow_wants = self._follow.open(
                 self._spec.table.blocks[k], opener, not self._reasoning and gopen >= self._poison_until)
             self._follow_from = self._follow_len = 0
         return 0
 
-    cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:
-        """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
+    cdef int _finish(self, str body, list out, str closer, object calls=None, const Walked* walked=NULL) except -1:
+        """End the open block: its calls (``calls`` when already read), or its text when it is not a call.
+        ``walked``: a plain object ``_lex`` read in ``body``, not read again."""
         cdef int one_pass = self._spec.one_pass[self._kind]
+        self._walked_s = None
         call = None  # what the block's grammar gives it, read in one pass (read_block reads what that declines)
         if calls is not None or one_pass == NO_ONE_PASS:
             pass
         elif one_pass == ONE_PASS_HERMES and "name" not in self._opener:  # no name="..." in the opener
-            call = _hermes_call(body, self._spec.dialect_names[self._kind])
+            call = _hermes_call(body, self._spec.dialect_names[self._kind], walked)
         elif one_pass == ONE_PASS_DEEPSEEK and "\uff5c" in self._opener:  # a full-width opener: no ASCII separators
-            call = _deepseek_call(body, self._spec.dialect_names[self._kind])
+            call = _deepseek_call(body, self._spec.dialect_names[self._kind], walked)
         if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)):
             calls = [call]
         if calls is None:
@@ -2197,6 +2250,7 @@ cdef class StreamScrubber:
         cdef Py_UCS4 c
         cdef int r
         cdef bint lead
+        cdef Py_ssize_t w
         if self._esc and p < end:
             p += 1
             self._esc = False
@@ -2259,6 +2313,16 @@ cdef class StreamScrubber:
                     self._in_str = True
             elif c == 0x7B and self._before_json and not self._poisoned:  # '{'
                 self._before_json = False
+                if spec.plain_skip[self._kind]:
+                    # A plain object all in s: no literal begins outside its strings (plain_skip; nor does
+                    # one run past s's end from there), and its strings close, so lexing it would end past
+                    # it, as here. The grammar is told it is plain. (Tried once a block: linear.)
+                    _unpicked(&self._walked.picked)
+                    w = _plain_walk(s, p, end, None, &self._walked.picked)
+                    if w >= 0:
+                        self._walked_s, self._walked.lo, self._walked.hi = s, p, w
+                        p = w
+                        continue
             elif c == 0x22 and not self._before_json:
                 self._in_str = True
             p += 1

@@ -13,10 +13,12 @@ from .toolcall import read_from
 __all__ = [
     "BARE_JSON",
     "CALLS_IN_REASONING",
+    "JSON_OUTSIDE",
     "STRIPPED_CLOSERS",
     "UNKNOWN_TOOLS",
     "BareLead",
     "Table",
+    "json_proof",
     "read_bare",
     "read_block",
     "read_unterminated",
@@ -84,6 +86,22 @@ def table_for(formats) -> Table:
     if unknown:
         raise ValueError(f"unknown dialect(s) {unknown!r}; textcalls.DIALECTS lists them")
     return _table(tuple(n for n in DIALECTS if n in names))
+
+
+#: the characters a plain object (``relaxed_json.plain_object``) has outside its strings, and the quote
+#: that opens one: JSON whitespace, punctuation, the characters of numbers without exponents, and of
+#: ``true``, ``false`` and ``null``
+JSON_OUTSIDE = frozenset(' \t\n\r{}[],:"-.0123456789' + "truefalsn")
+
+
+def json_proof(literal: str) -> bool:
+    """``literal`` begins at no index of a plain object where a block body's lexer looks for literals
+    (outside its strings, and at the quote that opens one): its first character is never there, or its
+    second never follows the first there. Every character there is one of ``JSON_OUTSIDE`` and, but for
+    the quote and the closing brace (the object's last character), is followed by one."""
+    return literal[0] not in JSON_OUTSIDE or (
+        literal[0] not in '"}' and len(literal) > 1 and literal[1] not in JSON_OUTSIDE
+    )
 
 
 def word_tail(table: Table, s: str, start: int) -> int:
