@@ -429,3 +429,44 @@ def test_content_and_arguments_cut_out_of_wide_text_are_the_strings_written(impl
     assert (parsed.content.isascii(), parsed.calls[0].arguments.isascii()) == (prose.isascii(), arguments.isascii())
     hermes = tc.parse(f'{prose} <tool_call>{{"name": "f", "arguments": {arguments}}}</tool_call>\u3000')
     assert (hermes.content, [c.arguments for c in hermes.calls]) == (prose, [arguments])
+
+
+def test_parse_is_one_function_whatever_path_a_call_takes(monkeypatch, tc):
+    # With the extension, textcalls.parse makes its default path (no keyword) in C and hands every other
+    # call to the Python function it wraps; both read the implementation in use at call time.
+    import inspect
+
+    from textcalls import _scan, _scan_py
+
+    python = getattr(tc.parse, "__wrapped__", tc.parse)
+    assert inspect.signature(tc.parse) == inspect.signature(python)
+    assert tc.parse.__doc__ == python.__doc__
+    seen = []
+
+    def scan_whole(text, options):
+        seen.append(options)
+        return real(text, options)
+
+    real = _scan_py.scan_whole
+    monkeypatch.setattr(_scan, "impl", _scan_py)
+    monkeypatch.setattr(_scan_py, "scan_whole", scan_whole)
+    text = 'a <tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    default = tc.parse(text)
+    assert seen == [tc.options.DEFAULT]  # the twin, with the default options
+    for keywords in ({"options": tc.options.DEFAULT}, {"formats": None}, {"max_block": 10**6}, {"code_fences": True}):
+        assert tc.parse(text, **keywords) == default
+    assert len(seen) == 5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "  prose  ",
+        'a <tool_call>{"name": "f", "arguments": {}}</tool_call> b',
+        f'{DS_SEC_OPEN}{DS_OPEN}function{DS_SEP}f\n```json\n{{"x": 1}}\n```{DS_CLOSE}{DS_SEC_CLOSE}',
+    ],
+)
+def test_the_default_path_gives_what_the_keywords_path_gives(impl, tc, text):
+    default = tc.parse(text)
+    assert tc.parse(text, options=tc.Options()) == default == tc.parse(text, unknown_tools="keep_text")

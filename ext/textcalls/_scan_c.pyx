@@ -20,7 +20,7 @@ from libc.string cimport memchr, memcmp, memcpy
 
 from textcalls._table import BareLead, json_proof, read_bare, read_block, read_unterminated, read_whole, table_for
 from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
-from textcalls.markers import DEEPSEEK_SEP
+from textcalls.markers import DEEPSEEK_SEP, MAX_BLOCK
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
@@ -1174,6 +1174,32 @@ def scan_whole(text, options):
     scrubber._setup(settings)
     content = scrubber._feed(text) + scrubber._flush()
     return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed)
+
+
+# (C only, not in __all__: parse and use_python_parse stand in for parse.py's parse; the twin has no such thing)
+cdef object _python_parse = None  # parse.py's parse: every path but the default one (see parse below)
+cdef object _scan_module = None  # textcalls._scan, for the implementation in use (read at call time)
+cdef object _this = None  # this module
+
+
+def use_python_parse(python_parse):
+    """Give ``parse`` the Python ``parse`` it stands for (``textcalls.parse`` calls this once)."""
+    global _python_parse, _scan_module, _this
+    from textcalls import _scan, _scan_c
+    _python_parse, _scan_module, _this = python_parse, _scan, _scan_c
+
+
+def parse(text, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
+          calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None):
+    """``textcalls.parse``: its default path (no keyword given, this extension in use) made here, without
+    a Python frame; every other call goes to the Python ``parse`` (``use_python_parse``)."""
+    if (options is None and max_block is MAX_BLOCK and formats is None and tools is None
+            and code_fences is True and reasoning_started is False and unknown_tools == "keep_text"
+            and calls_in_reasoning == "auto" and _this is not None and _scan_module.impl is _this):
+        return scan_whole(text, DEFAULT)
+    return _python_parse(text, max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
+                         calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
+                         reasoning_started=reasoning_started, options=options)
 
 
 cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect, const Walked* walked):

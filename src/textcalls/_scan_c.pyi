@@ -3,7 +3,7 @@
 Its public surface is that of the pure-Python twin ``textcalls._scan_py``: keep the two in step.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from textcalls.options import Options
@@ -34,6 +34,10 @@ def array_calls(text: str, dialect: str) -> list[ToolCall] | None: ...
 def deepseek_call(body: str, dialect: str) -> ToolCall | None: ...
 def repair(text: str) -> str: ...
 def scan_whole(text: str, options: Options) -> Parsed: ...
+
+# C only, not in __all__: textcalls.parse's default path made in C (parse.py)
+def use_python_parse(python_parse: Callable[..., Parsed]) -> None: ...
+def parse(text: str, **keywords: Any) -> Parsed: ...
 
 class StreamScrubber:
     def __init__(
