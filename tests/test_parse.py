@@ -456,6 +456,8 @@ def test_parse_is_one_function_whatever_path_a_call_takes(monkeypatch, tc):
     for keywords in ({"options": tc.options.DEFAULT}, {"formats": None}, {"max_block": 10**6}, {"code_fences": True}):
         assert tc.parse(text, **keywords) == default
     assert len(seen) == 5
+    hermes = tc.Options(formats=["hermes"])
+    assert tc.parse(text, options=hermes) == default and seen[-1] is hermes
 
 
 @pytest.mark.parametrize(
@@ -470,3 +472,9 @@ def test_parse_is_one_function_whatever_path_a_call_takes(monkeypatch, tc):
 def test_the_default_path_gives_what_the_keywords_path_gives(impl, tc, text):
     default = tc.parse(text)
     assert tc.parse(text, options=tc.Options()) == default == tc.parse(text, unknown_tools="keep_text")
+    # options= an Options, or keywords: one answer (here, the DeepSeek text is text to Hermes alone)
+    hermes = tc.parse(text, options=tc.Options(formats=["hermes"]))
+    assert hermes == tc.parse(text, formats=["hermes"])
+    assert hermes == (default if "tool_call>" in text or "｜" not in text else tc.Parsed(text.strip(), [], 0))
+    with pytest.raises(TypeError, match="give one or the other"):
+        tc.parse(text, options=tc.Options(), formats=["hermes"])

@@ -1191,12 +1191,13 @@ def use_python_parse(python_parse):
 
 def parse(text, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
           calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None):
-    """``textcalls.parse``: its default path (no keyword given, this extension in use) made here, without
-    a Python frame; every other call goes to the Python ``parse`` (``use_python_parse``)."""
-    if (options is None and max_block is MAX_BLOCK and formats is None and tools is None
-            and code_fences is True and reasoning_started is False and unknown_tools == "keep_text"
-            and calls_in_reasoning == "auto" and _this is not None and _scan_module.impl is _this):
-        return scan_whole(text, DEFAULT)
+    """``textcalls.parse``: its common paths (no keyword, or only ``options`` an ``Options``; this extension
+    in use) made here, without a Python frame; every other call goes to the Python ``parse``
+    (``use_python_parse``)."""
+    if (max_block is MAX_BLOCK and formats is None and tools is None and code_fences is True
+            and reasoning_started is False and unknown_tools == "keep_text" and calls_in_reasoning == "auto"
+            and (options is None or type(options) is Options) and _this is not None and _scan_module.impl is _this):
+        return scan_whole(text, DEFAULT if options is None else options)
     return _python_parse(text, max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
                          calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
                          reasoning_started=reasoning_started, options=options)
