@@ -788,19 +788,6 @@ cdef inline void _unpicked(Picked* picked) noexcept:
     picked.escaped_key = False
 
 
-cdef inline Py_ssize_t _back(Py_ssize_t i, Py_ssize_t by) noexcept:
-    return i - by if i >= 0 else i
-
-
-cdef Walked _shifted(const Walked* walked, Py_ssize_t by) noexcept:
-    """``walked`` in a slice of its text that starts at ``by``."""
-    cdef Walked out = walked[0]
-    out.lo, out.hi = walked.lo - by, walked.hi - by
-    out.picked.name_start, out.picked.name_end = _back(walked.picked.name_start, by), _back(walked.picked.name_end, by)
-    out.picked.args_start, out.picked.args_end = _back(walked.picked.args_start, by), _back(walked.picked.args_end, by)
-    return out
-
-
 cdef tuple ARGUMENT_KEYS = _ARGUMENT_KEYS
 if len(ARGUMENT_KEYS) != 4:
     raise ImportError("textcalls._scan_c reads four arguments keys: markers.ARGUMENT_KEYS has changed")
@@ -1007,7 +994,7 @@ def hermes_call(str body not None, str dialect not None):
     member key written with an escape; its arguments kept as written, read from ``dialect``. ``None``
     for any other body (``dialects.hermes`` reads those): where it gives a call, the grammar gives the
     same one."""
-    return _hermes_call(body, dialect, NULL)
+    return _hermes_call(body, 0, PyUnicode_GET_LENGTH(body), dialect, NULL)
 
 
 cdef Py_ssize_t _skip_space(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept:
@@ -1024,18 +1011,19 @@ cdef Py_ssize_t _back_space(int kind, const void* d, Py_ssize_t lo, Py_ssize_t i
     return i
 
 
-cdef object _hermes_call(str body, str dialect, const Walked* walked):
-    """``hermes_call``; ``walked``: a plain object ``_lex`` read in ``body`` (or ``NULL``), not read again."""
-    cdef int kind = PyUnicode_KIND(body)
-    cdef const void* d = PyUnicode_DATA(body)
-    cdef Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(body), end
+cdef object _hermes_call(str text, Py_ssize_t lo, Py_ssize_t hi, str dialect, const Walked* walked):
+    """``hermes_call`` of the body ``text[lo:hi]``; ``walked``: a plain object ``_lex`` read in ``text`` (or
+    ``NULL``), not read again."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t end
     lo = _skip_space(kind, d, lo, hi)
     hi = _back_space(kind, d, lo, hi)
     if lo >= hi or PyUnicode_READ(kind, d, lo) != 0x7B:
         return None
     if walked != NULL and walked.lo == lo and walked.hi == hi:  # (the object read from lo ends where it ended)
-        return _picked_call(body, &walked.picked, dialect)
-    call = _call_object_at(body, lo, hi, dialect, &end)
+        return _picked_call(text, &walked.picked, dialect)
+    call = _call_object_at(text, lo, hi, dialect, &end)
     return call if end == hi else None
 
 
@@ -1061,7 +1049,7 @@ cdef object _picked_call(str text, const Picked* picked, str dialect):
     if "\\" in name:
         name = json_loads(text[picked.name_start : picked.name_end])
     name = name.strip()
-    return _new_call(name, text[picked.args_start : picked.args_end], dialect) if name else None
+    return _new_call(name, _slice(text, picked.args_start, picked.args_end), dialect) if name else None
 
 
 def array_calls(str text not None, str dialect not None):
@@ -1227,7 +1215,7 @@ def deepseek_call(str body not None, str dialect not None):
     (``plain_object``) the grammar keeps as written: ``NAME<sep>{args}``, or ``TYPE<sep>NAME`` and a line
     break before the object, maybe in one `` ```json `` fence; read from ``dialect``. ``None`` for any
     other body (``dialects.deepseek`` reads those): where it gives a call, the grammar gives the same one."""
-    return _deepseek_call(body, dialect, NULL)
+    return _deepseek_call(body, 0, PyUnicode_GET_LENGTH(body), dialect, NULL)
 
 
 cdef inline bint _ticks(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept:
@@ -1255,9 +1243,9 @@ cdef inline bint _json_info(int kind, const void* d, Py_ssize_t i, Py_ssize_t j)
     return True
 
 
-cdef Py_ssize_t _find_sep(int kind, const void* d, Py_ssize_t n) noexcept:
-    """The first index of DeepSeek's separator, or -1 (``text.find(DEEPSEEK_SEP)``)."""
-    cdef Py_ssize_t i = _find(kind, d, 0, n, 0x3C)
+cdef Py_ssize_t _find_sep(int kind, const void* d, Py_ssize_t lo, Py_ssize_t n) noexcept:
+    """The first index of DeepSeek's separator in [lo, n), or -1 (``text.find(DEEPSEEK_SEP, lo, n)``)."""
+    cdef Py_ssize_t i = _find(kind, d, lo, n, 0x3C)
     while i >= 0:
         if _match(kind, d, n, i, &SEP_LIT) == 1:
             return i
@@ -1265,18 +1253,19 @@ cdef Py_ssize_t _find_sep(int kind, const void* d, Py_ssize_t n) noexcept:
     return -1
 
 
-cdef object _deepseek_call(str body, str dialect, const Walked* walked):
-    """``deepseek_call``; ``walked``: a plain object ``_lex`` read in ``body`` (or ``NULL``), not read again."""
-    cdef int kind = PyUnicode_KIND(body)
-    cdef const void* d = PyUnicode_DATA(body)
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(body), i, j, k, nl, lo, hi, a, b
-    i = _find_sep(kind, d, n)
+cdef object _deepseek_call(str text, Py_ssize_t start, Py_ssize_t n, str dialect, const Walked* walked):
+    """``deepseek_call`` of the body ``text[start:n]``; ``walked``: a plain object ``_lex`` read in ``text``
+    (or ``NULL``), not read again."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t i, j, k, nl, lo, hi, a, b
+    i = _find_sep(kind, d, start, n)
     if i < 0:
         return None
     j = i + SEP_LIT.n
     k = _skip_space(kind, d, j, n)
     if k < n and PyUnicode_READ(kind, d, k) == 0x7B:  # NAME<sep>{args}
-        return _written_call(body[:i], body, j, n, dialect, walked)
+        return _written_call(text[start:i], text, j, n, dialect, walked)
     if _ticks(kind, d, n, k):  # a fence right after the separator: the grammar reads it
         return None
     nl = _find(kind, d, j, n, 0x0A)  # TYPE<sep>NAME, then the arguments on the lines after
@@ -1288,7 +1277,7 @@ cdef object _deepseek_call(str body, str dialect, const Walked* walked):
     # (a newline in [a, b) after three backticks at a puts b - 3 past a)
     if k >= 0 and _ticks(kind, d, n, a) and _ticks(kind, d, n, b - 3) and _json_info(kind, d, a + 3, k):
         lo, hi = k + 1, b - 3
-    return _written_call(body[j:nl], body, lo, hi, dialect, walked)
+    return _written_call(text[j:nl], text, lo, hi, dialect, walked)
 
 
 # -- relaxed JSON: the repairs, token by token over the buffer (relaxed_json.repair is the twin) ---------
@@ -1920,7 +1909,6 @@ cdef class StreamScrubber:
 
     cdef str _run(self, str s, bint final):
         cdef list out = None  # made when text goes out (a delta inside a block has none)
-        cdef Walked walked
         cdef Py_ssize_t base = self._pos, p = 0, q, c, gbody, end
         cdef Lexed kind
         cdef str body, closer, piece
@@ -1947,8 +1935,7 @@ cdef class StreamScrubber:
                     if self._follow is not None and self._follow_len + q - p >= self._follow_wants:
                         self._follow.body("".join(self._parts[self._follow_from:]) + _slice(s, p, q))
                     if self._walked_s is s and not self._parts and self._walked.lo >= p:  # read by _lex in this s
-                        walked = _shifted(&self._walked, p)
-                        self._finish(_slice(s, p, q), out, s[q:end], None, &walked)
+                        self._finish_in(s, p, q, out, s[q:end])
                     else:
                         self._finish("".join(self._parts) + _slice(s, p, q), out, s[q:end])
                     p = end
@@ -2227,41 +2214,66 @@ cdef class StreamScrubber:
             self._follow_from = self._follow_len = 0
         return 0
 
-    cdef int _finish(self, str body, list out, str closer, object calls=None, const Walked* walked=NULL) except -1:
-        """End the open block: its calls (``calls`` when already read), or its text when it is not a call.
-        ``walked``: a plain object ``_lex`` read in ``body``, not read again."""
+    cdef object _one_pass(self, str text, Py_ssize_t lo, Py_ssize_t hi, const Walked* walked):
+        """The call the block's one-pass reader gives the body ``text[lo:hi]``, if the scrubber takes it;
+        else ``None`` (``read_block`` reads what that declines). ``walked``: see ``_hermes_call``."""
         cdef int one_pass = self._spec.one_pass[self._kind]
-        self._walked_s = None
-        call = None  # what the block's grammar gives it, read in one pass (read_block reads what that declines)
-        if calls is not None or one_pass == NO_ONE_PASS:
-            pass
-        elif one_pass == ONE_PASS_HERMES and "name" not in self._opener:  # no name="..." in the opener
-            call = _hermes_call(body, self._spec.dialect_names[self._kind], walked)
+        call = None
+        if one_pass == ONE_PASS_HERMES and "name" not in self._opener:  # no name="..." in the opener
+            call = _hermes_call(text, lo, hi, self._spec.dialect_names[self._kind], walked)
         elif one_pass == ONE_PASS_DEEPSEEK and "\uff5c" in self._opener:  # a full-width opener: no ASCII separators
-            call = _deepseek_call(body, self._spec.dialect_names[self._kind], walked)
+            call = _deepseek_call(text, lo, hi, self._spec.dialect_names[self._kind], walked)
         if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)):
-            calls = [call]
+            return call
+        return None
+
+    cdef int _finish_in(self, str s, Py_ssize_t p, Py_ssize_t q, list out, str closer) except -1:
+        """``_finish`` of the body ``s[p:q]``, in which ``_lex`` read the plain object ``_walked``: its call
+        read in ``s`` itself, the body cut out of ``s`` only when the block is not that call, or is reasoning."""
+        call = None
+        if not (self._reasoning and not self._thought.extract):  # (a rehearsal keeps the block's text)
+            call = self._one_pass(s, p, q, &self._walked)
+        if call is None:
+            return self._finish(_slice(s, p, q), out, closer)
+        self._took([call])
+        return 0
+
+    cdef int _finish(self, str body, list out, str closer, object calls=None) except -1:
+        """End the open block: its calls (``calls`` when already read), or its text when it is not a call."""
         if calls is None:
-            calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
-        taken = None
+            call = self._one_pass(body, 0, PyUnicode_GET_LENGTH(body), NULL)
+            if call is not None:
+                calls = [call]
+            else:
+                calls = read_block(self._spec.table, self._kind, self._opener, body, self._ctx, self._unknown)
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
             self._thought.block(self._opener + body + closer, calls)
             self._after_block = self._spec.block_dialect[self._kind]
         else:
-            taken = calls
-            if self._thought is not None:
-                self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
-            self.calls.extend(calls)
-            self.removed += 1
-            if not calls:
-                self.malformed += 1
-            self._after_block = self._spec.block_dialect[self._kind]
-            self._line = -1
+            self._took(calls)
+            return 0
         self._opener = None
+        self._walked_s = None
         if self._follow is not None:
-            self._follow.close(taken)
+            self._follow.close(None)
+        return 0
+
+    cdef int _took(self, list calls) except -1:
+        """End the open block with its calls taken (in the content, or extracted from reasoning)."""
+        if self._thought is not None:
+            self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
+        self.calls.extend(calls)
+        self.removed += 1
+        if not calls:
+            self.malformed += 1
+        self._after_block = self._spec.block_dialect[self._kind]
+        self._line = -1
+        self._opener = None
+        self._walked_s = None
+        if self._follow is not None:
+            self._follow.close(calls)
         return 0
 
     cdef Lexed _lex(self, str s, Py_ssize_t p, bint final, Py_ssize_t* out):
