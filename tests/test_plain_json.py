@@ -733,3 +733,57 @@ def test_every_shipped_block_with_a_closer_and_json_strings_has_its_plain_object
     strong = [b.opener for b in BLOCKS if b.anchor is None and b.strong]
     assert all(json_proof(lit) for lit in strong)
     assert all(json_proof(b.opener) and json_proof(b.closer) for b in BLOCKS if b.closer and b.json_strings)
+
+
+# --- arguments written as JSON: make_call's encoder, its strings by json_string ------------------------------
+
+STRING_CASES = [
+    "",
+    'a"b\\c',
+    "".join(map(chr, range(0x20))) + "\x7f",  # every control character: short escapes and lowercase \u00XX
+    "x" * 7 + "\n" + "y" * 8 + '"' + "z" * 9,  # escapes either side of an 8-byte word
+    "é" * 17 + "\t",  # Latin-1
+    "中" * 9 + "\\" + "中" * 4 + "\x00",  # 2-byte, words of 4 characters
+    "😀" * 5 + '"' + "\ud800",  # 4-byte, and a lone surrogate (kept)
+    ("def f(x):\n    return x  # 'q' \"q\"\n" * 300),  # long: runs between escapes
+]
+
+
+@pytest.mark.parametrize("text", STRING_CASES)
+def test_json_string_writes_what_json_writes(impl, text):
+    assert impl.json_string(text) == json.encoder.encode_basestring(text) == json.dumps(text, ensure_ascii=False)
+
+
+def test_json_string_of_a_non_string_is_a_type_error(impl):
+    with pytest.raises(TypeError):
+        impl.json_string(b"x")
+
+
+@SETTINGS
+@given(st.text(st.characters(exclude_categories=()), max_size=80))  # surrogates too
+def test_json_string_writes_what_json_writes_for_any_text(text):
+    want = json.encoder.encode_basestring(text)
+    assert _scan_py.json_string(text) == want
+    if _scan_c is not None:
+        assert _scan_c.json_string(text) == want
+
+
+@SETTINGS
+@given(st.dictionaries(st.text(max_size=12), values, max_size=5))
+def test_make_calls_arguments_are_json_dumps_on_both_implementations(args):
+    from textcalls import _scan
+
+    want = json.dumps(args, ensure_ascii=False, allow_nan=False)
+    for impl in [m for m in (_scan_c, _scan_py) if m is not None]:
+        before, _scan.impl = _scan.impl, impl
+        try:
+            assert make_call("f", args).arguments == want
+        finally:
+            _scan.impl = before
+
+
+def test_make_call_declines_what_json_cannot_write(impl):
+    assert make_call("f", {"x": float("nan")}) is None
+    assert make_call("f", {"x": "\ud800 kept", "y": [1.5, None, True]}).arguments == (
+        '{"x": "\ud800 kept", "y": [1.5, null, true]}'
+    )

@@ -15,7 +15,7 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_New
-from libc.stdint cimport uint32_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 
 from textcalls._table import BareLead, json_proof, read_bare, read_block, read_unterminated, read_whole, table_for
@@ -31,8 +31,8 @@ from textcalls.toolcall import Parsed, ToolCall, new_call_id
 from textcalls import toolcall as _toolcall
 
 __all__ = [
-    "StreamScrubber", "array_calls", "deepseek_call", "hermes_call", "hold_from", "may_contain_markup", "plain_object",
-    "repair",
+    "StreamScrubber", "array_calls", "deepseek_call", "hermes_call", "hold_from", "json_string", "may_contain_markup",
+    "plain_object", "repair",
     "scan_whole",
     "TABLE_LIMITS",
 ]
@@ -49,6 +49,8 @@ cdef extern from "Python.h":
     const void* PyUnicode_DATA(object) noexcept
     Py_ssize_t PyUnicode_GET_LENGTH(object) noexcept
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
+    void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value) noexcept nogil
+    Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object) noexcept
     bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
     bint PyUnicode_Check(object) noexcept
     bint PyUnicode_CheckExact(object) noexcept
@@ -1278,6 +1280,86 @@ cdef object _deepseek_call(str text, Py_ssize_t start, Py_ssize_t n, str dialect
     if k >= 0 and _ticks(kind, d, n, a) and _ticks(kind, d, n, b - 3) and _json_info(kind, d, a + 3, k):
         lo, hi = k + 1, b - 3
     return _written_call(text[j:nl], text, lo, hi, dialect, walked)
+
+
+# -- a string written as JSON (json.encoder.encode_basestring) --------------------------------------------
+
+# what follows the backslash that escapes an ASCII character in JSON ("u": \u00XX; 0: written as it is)
+cdef unsigned char JSON_ESCAPES[128]
+for _c in range(128):
+    JSON_ESCAPES[_c] = ord("u") if _c < 0x20 else 0
+for _c, _e in zip('"\\\b\f\n\r\t', '"\\bfnrt'):
+    JSON_ESCAPES[ord(_c)] = ord(_e)
+cdef const char* LOWER_HEX = b"0123456789abcdef"
+
+
+cdef inline bint _escaped(Py_UCS4 c) noexcept nogil:
+    return c < 128 and JSON_ESCAPES[c] != 0
+
+
+cdef Py_ssize_t _clean_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """The first index from ``i`` of a character JSON escapes (``n`` if none): 8 bytes at a time (SWAR: a
+    byte below 0x20 sets the top bit of (x - 0x20..) & ~x, a zero byte of x ^ c that of (y - 0x01..) & ~y;
+    a borrow sets top bits only above such a byte, so "some byte" is exact in any byte order)."""
+    cdef uint64_t x, q, b, ones, tops
+    cdef int per = 8 // kind
+    if kind == 1:
+        ones, tops = 0x0101010101010101ULL, 0x8080808080808080ULL
+    else:
+        ones, tops = 0x0001000100010001ULL, 0x8000800080008000ULL
+    if kind <= 2:
+        while i + per <= n:
+            memcpy(&x, <const char*>d + i * kind, 8)
+            q, b = x ^ (0x22 * ones), x ^ (0x5C * ones)
+            if (((x - 0x20 * ones) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & tops:
+                break
+            i += per
+    while i < n and not _escaped(PyUnicode_READ(kind, d, i)):
+        i += 1
+    return i
+
+
+def json_string(str s not None):
+    """``json.encoder.encode_basestring(s)``: ``s`` written as a JSON string, in quotes, with ``"``, ``\\``
+    and the control characters escaped as json escapes them (``\\n``, ``\\u001f``); every other character as
+    it is (lone surrogates too)."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef const void* d = PyUnicode_DATA(s)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0, j, size = n + 2, k = 1, run
+    cdef unsigned int c  # (not Py_UCS4: Cython reads that as a character)
+    cdef unsigned char e
+    while True:  # the size: each escape adds 1, or 5 for \u00XX
+        i = _clean_run(kind, d, i, n)
+        if i >= n:
+            break
+        size += 5 if JSON_ESCAPES[PyUnicode_READ(kind, d, i)] == 0x75 else 1
+        i += 1
+    cdef str out = PyUnicode_New(size, PyUnicode_MAX_CHAR_VALUE(s))  # s's kind; filled here before it is seen
+    cdef void* o = PyUnicode_DATA(out)
+    PyUnicode_WRITE(kind, o, 0, 0x22)
+    i = 0
+    while i < n:
+        j = _clean_run(kind, d, i, n)
+        run = j - i
+        memcpy(<char*>o + k * kind, <const char*>d + i * kind, run * kind)
+        k += run
+        if j >= n:
+            break
+        c = PyUnicode_READ(kind, d, j)
+        e = JSON_ESCAPES[c]
+        PyUnicode_WRITE(kind, o, k, 0x5C)
+        PyUnicode_WRITE(kind, o, k + 1, e)
+        if e == 0x75:  # u00XX
+            PyUnicode_WRITE(kind, o, k + 2, 0x30)
+            PyUnicode_WRITE(kind, o, k + 3, 0x30)
+            PyUnicode_WRITE(kind, o, k + 4, LOWER_HEX[c >> 4])
+            PyUnicode_WRITE(kind, o, k + 5, LOWER_HEX[c & 15])
+            k += 6
+        else:
+            k += 2
+        i = j + 1
+    PyUnicode_WRITE(kind, o, k, 0x22)
+    return out
 
 
 # -- relaxed JSON: the repairs, token by token over the buffer (relaxed_json.repair is the twin) ---------

@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Iterable
 from json.decoder import scanstring  # type: ignore[attr-defined]  # json's C scanner, not in typeshed
+from json.encoder import encode_basestring
 from typing import Any
 
 from ._events import CallEvents
@@ -37,6 +38,7 @@ __all__ = [
     "deepseek_call",
     "hermes_call",
     "hold_from",
+    "json_string",
     "may_contain_markup",
     "plain_object",
     "repair",
@@ -52,6 +54,15 @@ BARE_TAIL = 4  # with tools: holding a possible bare JSON call from a line start
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEVER = 1 << 62  # "poisoned until the end of the stream"
+
+
+def json_string(s: str) -> str:
+    """``json.encoder.encode_basestring(s)``: ``s`` written as a JSON string, in quotes, with ``"``, ``\\``
+    and the control characters escaped as json escapes them (``\\n``, ``\\u001f``); every other character as
+    it is (lone surrogates too)."""
+    if not isinstance(s, str):
+        raise TypeError(f"json_string() expects str, not {type(s).__name__}")
+    return encode_basestring(s)
 
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int:

@@ -10,6 +10,7 @@ import secrets
 import sysconfig
 import threading
 from dataclasses import dataclass, field
+from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # json's C encoder (None without it)
 
 __all__ = ["ARGUMENTS_ENCODER", "Parsed", "ToolCall", "make_call", "new_call_id", "read_from"]
 
@@ -89,8 +90,20 @@ class Parsed:
 _SET_NAME, _SET_ARGUMENTS, _SET_ID, _SET_DIALECT = (ToolCall.__dict__[f].__set__ for f in ToolCall.__slots__)
 
 
+class _ArgumentsEncoder(json.JSONEncoder):
+    """``json.dumps(…, ensure_ascii=False, allow_nan=False)``, its strings written by the hot path's
+    ``json_string`` (json's own text; in C, long strings are written in runs)."""
+
+    def iterencode(self, o: object, _one_shot: bool = False):
+        if not _one_shot or c_make_encoder is None:
+            return super().iterencode(o, _one_shot)
+        return c_make_encoder(  # as JSONEncoder.iterencode makes it, with json_string for strings
+            {}, self.default, _scan.impl.json_string, None, self.key_separator, self.item_separator, False, False, False
+        )(o, 0)
+
+
 #: ``json.dumps(…, ensure_ascii=False, allow_nan=False)``, built once (``json.dumps`` with options builds one a call)
-ARGUMENTS_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+ARGUMENTS_ENCODER = _ArgumentsEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
@@ -116,3 +129,6 @@ def read_from(calls: list[ToolCall], dialect: str) -> list[ToolCall]:
     for call in calls:
         object.__setattr__(call, "dialect", dialect)  # a frozen dataclass: set once, where it is made
     return calls
+
+
+from . import _scan  # noqa: E402  # (read at call time; _scan's implementations import this module)
