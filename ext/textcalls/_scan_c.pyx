@@ -1145,6 +1145,10 @@ def scan_whole(text, options):
     """``parse``'s pass: the ``Parsed`` of ``text`` fed to a ``StreamScrubber(options=options)`` whole and
     flushed; a text with none of ``options.quiet`` is all content, without a scrubber. ``TypeError`` for a
     ``text`` not a ``str``."""
+    return _scan_whole(text, options)
+
+
+cdef object _scan_whole(text, options):
     if not PyUnicode_CheckExact(text):
         if not PyUnicode_Check(text):
             raise TypeError(f"parse() expects str, not {type(text).__name__}")
@@ -1187,7 +1191,7 @@ def parse(text, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools=
     if (max_block is MAX_BLOCK and formats is None and tools is None and code_fences is True
             and reasoning_started is False and unknown_tools == "keep_text" and calls_in_reasoning == "auto"
             and (options is None or type(options) is Options) and _this is not None and _scan_module.impl is _this):
-        return scan_whole(text, DEFAULT if options is None else options)
+        return _scan_whole(text, DEFAULT if options is None else options)
     return _python_parse(text, max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
                          calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
                          reasoning_started=reasoning_started, options=options)
