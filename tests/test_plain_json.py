@@ -787,3 +787,16 @@ def test_make_call_declines_what_json_cannot_write(impl):
     assert make_call("f", {"x": "\ud800 kept", "y": [1.5, None, True]}).arguments == (
         '{"x": "\ud800 kept", "y": [1.5, null, true]}'
     )
+
+
+@pytest.mark.parametrize("made", ["none", "otherwise"])
+def test_make_call_writes_json_without_the_c_encoder_or_with_another(impl, monkeypatch, made):
+    # json without its C encoder, or one made with other arguments: the encoder's own path, the same text
+    from textcalls import toolcall
+
+    def other(*args):
+        raise TypeError("make_encoder() takes other arguments")
+
+    monkeypatch.setattr(toolcall, "c_make_encoder", None if made == "none" else other)
+    args = {"path": "a.py", "content": 'x = "\\n"\n' * 3, "n": [1, 2.5, None]}
+    assert make_call("f", args).arguments == json.dumps(args, ensure_ascii=False)

@@ -97,9 +97,21 @@ class _ArgumentsEncoder(json.JSONEncoder):
     def iterencode(self, o: object, _one_shot: bool = False):
         if not _one_shot or c_make_encoder is None:
             return super().iterencode(o, _one_shot)
-        return c_make_encoder(  # as JSONEncoder.iterencode makes it, with json_string for strings
-            {}, self.default, _scan.impl.json_string, None, self.key_separator, self.item_separator, False, False, False
-        )(o, 0)
+        try:  # as JSONEncoder.iterencode makes it (3.10-3.13), with json_string for strings
+            encode = c_make_encoder(
+                {},
+                self.default,
+                _scan.impl.json_string,
+                None,
+                self.key_separator,
+                self.item_separator,
+                False,
+                False,
+                False,
+            )
+        except TypeError:  # a json whose C encoder is made otherwise: its own way
+            return super().iterencode(o, _one_shot)
+        return encode(o, 0)
 
 
 #: ``json.dumps(…, ensure_ascii=False, allow_nan=False)``, built once (``json.dumps`` with options builds one a call)
