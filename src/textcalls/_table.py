@@ -88,7 +88,7 @@ def table_for(formats) -> Table:
     return _table(tuple(n for n in DIALECTS if n in names))
 
 
-#: the characters a plain object (``relaxed_json.plain_object``) has outside its strings, and the quote
+#: the characters a plain object (``_scan.impl.plain_object``) has outside its strings, and the quote
 #: that opens one: JSON whitespace, punctuation, the characters of numbers without exponents, and of
 #: ``true``, ``false`` and ``null``
 JSON_OUTSIDE = frozenset(' \t\n\r{}[],:"-.0123456789' + "truefalsn")
