@@ -1297,14 +1297,11 @@ for _c, _e in zip('"\\\b\f\n\r\t', '"\\bfnrt'):
 cdef const char* LOWER_HEX = b"0123456789abcdef"
 
 
-cdef inline bint _escaped(Py_UCS4 c) noexcept nogil:
-    return c < 128 and JSON_ESCAPES[c] != 0
-
-
-cdef Py_ssize_t _clean_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """The first index from ``i`` of a character JSON escapes (``n`` if none): 8 bytes at a time (SWAR: a
-    byte below 0x20 sets the top bit of (x - 0x20..) & ~x, a zero byte of x ^ c that of (y - 0x01..) & ~y;
-    a borrow sets top bits only above such a byte, so "some byte" is exact in any byte order)."""
+cdef Py_ssize_t _long_string_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """``_string_run`` (the characters JSON escapes are those it stops at), 8 bytes at a time first, for long
+    strings (SWAR: a byte below 0x20 sets the top bit of (x - 0x20..) & ~x, a zero byte of x ^ c that of
+    (y - 0x01..) & ~y; a borrow sets top bits only above such a byte, so "some byte" is exact in any byte
+    order). Not in the validator: its strings are short, and this was slower there."""
     cdef uint64_t x, q, b, ones, tops
     cdef int per = 8 // kind
     if kind == 1:
@@ -1318,9 +1315,7 @@ cdef Py_ssize_t _clean_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) 
             if (((x - 0x20 * ones) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & tops:
                 break
             i += per
-    while i < n and not _escaped(PyUnicode_READ(kind, d, i)):
-        i += 1
-    return i
+    return _string_run(kind, d, n, i)
 
 
 def json_string(str s not None):
@@ -1333,7 +1328,7 @@ def json_string(str s not None):
     cdef unsigned int c  # (not Py_UCS4: Cython reads that as a character)
     cdef unsigned char e
     while True:  # the size: each escape adds 1, or 5 for \u00XX
-        i = _clean_run(kind, d, i, n)
+        i = _long_string_run(kind, d, i, n)
         if i >= n:
             break
         size += 5 if JSON_ESCAPES[PyUnicode_READ(kind, d, i)] == 0x75 else 1
@@ -1343,7 +1338,7 @@ def json_string(str s not None):
     PyUnicode_WRITE(kind, o, 0, 0x22)
     i = 0
     while i < n:
-        j = _clean_run(kind, d, i, n)
+        j = _long_string_run(kind, d, i, n)
         run = j - i
         memcpy(<char*>o + k * kind, <const char*>d + i * kind, run * kind)
         k += run
