@@ -2433,10 +2433,11 @@ cdef class StreamScrubber:
                     self._in_str = True
             elif c == 0x7B and self._before_json and not self._poisoned:  # '{'
                 self._before_json = False
-                if spec.plain_skip[self._kind]:
+                if spec.plain_skip[self._kind] and not self._parts:
                     # A plain object all in s: no literal begins outside its strings (plain_skip; nor does
                     # one run past s's end from there), and its strings close, so lexing it would end past
-                    # it, as here. The grammar is told it is plain. (Tried once a block: linear.)
+                    # it, as here. The grammar is told it is plain. (Tried once a block, and only where the
+                    # body began in s, the one case _run hands it on: linear.)
                     _unpicked(&self._walked.picked)
                     w = _plain_walk(s, p, end, None, &self._walked.picked)
                     if w >= 0:
