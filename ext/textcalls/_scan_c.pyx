@@ -1334,7 +1334,7 @@ def json_string(str s not None):
         size += 5 if JSON_ESCAPES[PyUnicode_READ(kind, d, i)] == 0x75 else 1
         i += 1
     cdef str out = PyUnicode_New(size, PyUnicode_MAX_CHAR_VALUE(s))  # s's kind; filled here before it is seen
-    cdef void* o = PyUnicode_DATA(out)
+    cdef void* o = <void*>PyUnicode_DATA(out)  # (a new string: written here before it is seen)
     PyUnicode_WRITE(kind, o, 0, 0x22)
     i = 0
     while i < n:
