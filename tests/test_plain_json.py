@@ -205,6 +205,29 @@ def test_both_implementations_agree_on_any_text(text):
     check(text)
 
 
+# The scanners read a string's run between stops (quote, backslash, control character) a block at a time
+# (16 bytes with SSE2, 8 without). A stop at every place of two blocks, in runs of characters of each kind,
+# some with a byte equal to a stop's (U+2222, U+5C5C, U+011F) or a high bit (U+00A2, U+8022).
+FILLERS = ["a", "\xa2", "\xdc", "\u2222", "\u5c5c", "\u011f", "\u8022", "\u4e2d", "\U0001f600"]
+STOPS = ['\\n', '\\"', "\\u0041", "\x01", "\x1f", '"', "\\"]  # as written between the string's quotes
+
+
+@pytest.mark.parametrize("filler", FILLERS)
+def test_a_stop_anywhere_in_a_run(impl, filler):
+    for before in range(34):
+        for stop in STOPS:
+            text = '{"k": "' + filler * before + stop + filler * 5 + '"}'
+            try:
+                json.loads(text)
+                read = True
+            except ValueError:
+                read = False
+            want = (0, len(text), [("k", 6, len(text) - 1)]) if read else None
+            assert plain(impl, text) == want, (before, stop)
+        value = filler * before + "\x1f" + '"' + "\\" + filler
+        assert impl.json_string(value) == json.encoder.encode_basestring(value)
+
+
 # --- the grammars: arguments as written, equal as JSON to reading and writing them again --------------
 
 

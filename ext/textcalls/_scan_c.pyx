@@ -15,7 +15,7 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_New
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport uint32_t
 from libc.string cimport memchr, memcmp, memcpy
 
 from textcalls._table import BareLead, json_proof, read_bare, read_block, read_unterminated, read_whole, table_for
@@ -155,6 +155,69 @@ cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize
             return i
         at = hit + 1
     return -1
+
+
+cdef extern from *:
+    """
+    /* _stop_run: the first index from i of a quote, a backslash or a control character in a str's 1- or
+       2-byte code units, as far as whole blocks reach (16 bytes with SSE2, 8 without); or where the next
+       block would pass n. No such character lies between i and the answer: the caller's loop goes on from
+       there. 4-byte text: i. */
+    #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TEXTCALLS_NO_SSE2)
+    #include <emmintrin.h>
+    static inline Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
+        const char* p = (const char*)d;
+        int mask;
+        if (kind == 1) {
+            const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), c = _mm_set1_epi8(0x1F);
+            const __m128i z = _mm_setzero_si128();
+            for (; i + 16 <= n; i += 16) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                /* x - 0x1F saturates to 0 exactly for x <= 0x1F */
+                mask = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+                                                      _mm_cmpeq_epi8(_mm_subs_epu8(x, c), z)));
+                if (mask)
+                    return i + __builtin_ctz((unsigned)mask);
+            }
+        } else if (kind == 2) {
+            const __m128i q = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C), c = _mm_set1_epi16(0x1F);
+            const __m128i z = _mm_setzero_si128();
+            for (; i + 8 <= n; i += 8) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + 2 * i));
+                mask = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, b)),
+                                                      _mm_cmpeq_epi16(_mm_subs_epu16(x, c), z)));
+                if (mask)  /* two bits a code unit */
+                    return i + (__builtin_ctz((unsigned)mask) >> 1);
+            }
+        }
+        return i;
+    }
+    #else
+    /* SWAR: a byte below 0x20 sets the top bit of (x - 0x20..) & ~x, a zero byte of x ^ c that of
+       (y - 0x01..) & ~y; a borrow sets top bits only above such a byte, so "some byte" is exact in any
+       byte order. The block that has one is left to the caller. */
+    static inline Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
+        uint64_t x, q, b, ones, tops;
+        Py_ssize_t per;
+        if (kind == 1) {
+            ones = 0x0101010101010101ULL; tops = 0x8080808080808080ULL; per = 8;
+        } else if (kind == 2) {
+            ones = 0x0001000100010001ULL; tops = 0x8000800080008000ULL; per = 4;
+        } else {
+            return i;
+        }
+        for (; i + per <= n; i += per) {
+            memcpy(&x, (const char*)d + i * kind, 8);
+            q = x ^ (0x22 * ones);
+            b = x ^ (0x5C * ones);
+            if ((((x - 0x20 * ones) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & tops)
+                break;
+        }
+        return i;
+    }
+    #endif
+    """
+    Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil
 
 
 cdef enum:
@@ -622,43 +685,52 @@ cdef enum Expect:
     X_AFTER          # after a value
 
 
-cdef inline Py_ssize_t _json_ws(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+ctypedef fused uchar:  # a str's code unit, by kind: the JSON reader below is compiled once for each
+    Py_UCS1
+    Py_UCS2
+    uint32_t  # (not Py_UCS4: Cython reads that as a character)
+
+
+cdef inline Py_ssize_t _ws_k(const uchar* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
     """The first index from ``i`` that is not JSON whitespace (space, tab, LF, CR)."""
-    cdef Py_UCS4 c
-    while i < n:
-        c = PyUnicode_READ(kind, d, i)
-        if c != 0x20 and c != 0x0A and c != 0x0D and c != 0x09:
-            return i
+    while i < n and d[i] <= 0x20 and (d[i] == 0x20 or d[i] == 0x0A or d[i] == 0x0D or d[i] == 0x09):
         i += 1
-    return n
+    return i
+
+
+cdef inline Py_ssize_t _json_ws(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    """``_ws_k`` for text of ``kind``."""
+    if kind == 1:
+        return _ws_k(<const Py_UCS1*>d, n, i)
+    if kind == 2:
+        return _ws_k(<const Py_UCS2*>d, n, i)
+    return _ws_k(<const uint32_t*>d, n, i)
 
 
 cdef inline bint _hex(Py_UCS4 c) noexcept nogil:
     return 0x30 <= c <= 0x39 or 0x41 <= c <= 0x46 or 0x61 <= c <= 0x66
 
 
-cdef inline bint _digit(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
-    return i < n and 0x30 <= PyUnicode_READ(kind, d, i) <= 0x39
+cdef inline bint _digit_k(const uchar* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    return i < n and 0x30 <= d[i] <= 0x39
+
+
+cdef inline Py_ssize_t _run_k(const uchar* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    """The first index from ``i`` of a quote, a backslash or a control character (``n`` if none): whole
+    blocks by ``_stop_run``, then one code unit at a time."""
+    i = _stop_run(sizeof(uchar), d, i, n)
+    while i < n and d[i] >= 0x20 and d[i] != 0x22 and d[i] != 0x5C:
+        i += 1
+    return i
 
 
 cdef inline Py_ssize_t _string_run(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
-    """The first index from ``i`` of a quote, a backslash or a control character (``n`` if none)."""
-    cdef const Py_UCS1* p1
-    cdef const Py_UCS2* p2
-    cdef const Py_UCS4* p4
+    """``_run_k`` for text of ``kind``."""
     if kind == 1:
-        p1 = <const Py_UCS1*>d
-        while i < n and p1[i] >= 0x20 and p1[i] != 0x22 and p1[i] != 0x5C:
-            i += 1
-    elif kind == 2:
-        p2 = <const Py_UCS2*>d
-        while i < n and p2[i] >= 0x20 and p2[i] != 0x22 and p2[i] != 0x5C:
-            i += 1
-    else:
-        p4 = <const Py_UCS4*>d
-        while i < n and p4[i] >= 0x20 and p4[i] != 0x22 and p4[i] != 0x5C:
-            i += 1
-    return i
+        return _run_k(<const Py_UCS1*>d, n, i)
+    if kind == 2:
+        return _run_k(<const Py_UCS2*>d, n, i)
+    return _run_k(<const uint32_t*>d, n, i)
 
 
 cdef inline Py_ssize_t _quote_or_backslash(int kind, const void* d, Py_ssize_t i, Py_ssize_t end) noexcept nogil:
@@ -702,71 +774,63 @@ cdef inline Py_ssize_t _past_run(int kind, const void* d, Py_ssize_t i, Py_ssize
     return i
 
 
-cdef Py_ssize_t _json_string(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, bint* escaped) noexcept nogil:
+cdef Py_ssize_t _string_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, bint* escaped) noexcept nogil:
     """The index after the JSON string whose quote is at ``i`` (strict: no control character), or -1;
     ``escaped`` is set when it has a backslash."""
-    cdef Py_UCS4 c
     cdef Py_ssize_t k
     i += 1
-    while i < n:
-        i = _string_run(kind, d, n, i)
+    while True:
+        i = _run_k(d, n, i)
         if i >= n:
             return -1
-        c = PyUnicode_READ(kind, d, i)
-        if c == 0x22:
+        if d[i] == 0x22:
             return i + 1
-        if c == 0x5C:
-            escaped[0] = True
-            if i + 1 >= n:
-                return -1
-            c = PyUnicode_READ(kind, d, i + 1)
-            if c == 0x75:  # \\uXXXX
-                if i + 5 >= n:
-                    return -1
-                for k in range(i + 2, i + 6):
-                    if not _hex(PyUnicode_READ(kind, d, k)):
-                        return -1
-                i += 6
-            elif c == 0x22 or c == 0x5C or c == 0x2F or c == 0x62 or c == 0x66 or c == 0x6E or c == 0x72 or c == 0x74:
-                i += 2
-            else:
-                return -1
-        elif c < 0x20:
+        if d[i] != 0x5C or i + 1 >= n:  # a control character, or the text ends
             return -1
+        escaped[0] = True
+        if d[i + 1] == 0x75:  # \\uXXXX
+            if i + 5 >= n:
+                return -1
+            for k in range(i + 2, i + 6):
+                if not _hex(d[k]):
+                    return -1
+            i += 6
+        elif (d[i + 1] == 0x22 or d[i + 1] == 0x5C or d[i + 1] == 0x2F or d[i + 1] == 0x62 or d[i + 1] == 0x66
+              or d[i + 1] == 0x6E or d[i + 1] == 0x72 or d[i + 1] == 0x74):
+            i += 2
         else:
-            i += 1
-    return -1
+            return -1
 
 
-cdef Py_ssize_t _json_number(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+cdef Py_ssize_t _number_k(const uchar* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
     """The index after the number at ``i``, or -1: not a JSON number, or one ``plain_object`` declines
     (an exponent, or longer than PLAIN_NUMBER_MAX)."""
     cdef Py_ssize_t start = i
-    if i < n and PyUnicode_READ(kind, d, i) == 0x2D:
+    if i < n and d[i] == 0x2D:
         i += 1
-    if not _digit(kind, d, n, i):
+    if not _digit_k(d, n, i):
         return -1
-    if PyUnicode_READ(kind, d, i) == 0x30:
+    if d[i] == 0x30:
         i += 1
     else:
-        while _digit(kind, d, n, i):
+        while _digit_k(d, n, i):
             i += 1
-    if i < n and PyUnicode_READ(kind, d, i) == 0x2E:
+    if i < n and d[i] == 0x2E:
         i += 1
-        if not _digit(kind, d, n, i):
+        if not _digit_k(d, n, i):
             return -1
-        while _digit(kind, d, n, i):
+        while _digit_k(d, n, i):
             i += 1
-    if i < n and (PyUnicode_READ(kind, d, i) == 0x65 or PyUnicode_READ(kind, d, i) == 0x45):  # e, E
+    if i < n and (d[i] == 0x65 or d[i] == 0x45):  # e, E
         return -1
     return -1 if i - start > C_NUMBER_MAX else i
 
 
-cdef inline Py_ssize_t _json_word(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, const char* word) noexcept nogil:
+cdef inline Py_ssize_t _word_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, const char* word) noexcept nogil:
     """The index after ``word`` (true, false, null) at ``i``, or -1."""
     cdef Py_ssize_t k = 0
     while word[k]:
-        if i + k >= n or PyUnicode_READ(kind, d, i + k) != <Py_UCS4>word[k]:
+        if i + k >= n or d[i + k] != <unsigned char>word[k]:
             return -1
         k += 1
     return i + k
@@ -827,7 +891,16 @@ cdef Py_ssize_t _plain_walk(str text, Py_ssize_t i, Py_ssize_t n, list members, 
     return where it ends, or -1. Its top-level members go to ``members`` (unless ``None``) and ``picked``
     (unless ``NULL``)."""
     cdef int kind = PyUnicode_KIND(text)
-    cdef const void* d = PyUnicode_DATA(text)
+    if kind == 1:
+        return _walk_k(<const Py_UCS1*>PyUnicode_DATA(text), text, i, n, members, picked)
+    if kind == 2:
+        return _walk_k(<const Py_UCS2*>PyUnicode_DATA(text), text, i, n, members, picked)
+    return _walk_k(<const uint32_t*>PyUnicode_DATA(text), text, i, n, members, picked)
+
+
+cdef Py_ssize_t _walk_k(const uchar* d, str text, Py_ssize_t i, Py_ssize_t n, list members, Picked* picked) except -2:
+    """``_plain_walk`` over ``text``'s code units ``d``."""
+    cdef int kind = PyUnicode_KIND(text)
     cdef Py_ssize_t depth = 1, start, key_start = 0, key_end = 0, value_start = 0
     cdef char stack[DEPTH_ARRAY]
     cdef Expect expect = X_KEY_OR_CLOSE
@@ -836,10 +909,10 @@ cdef Py_ssize_t _plain_walk(str text, Py_ssize_t i, Py_ssize_t n, list members, 
     stack[1] = 0x7B
     i += 1
     while True:
-        i = _json_ws(kind, d, n, i)
+        i = _ws_k(d, n, i)
         if i >= n:
             return -1
-        c = PyUnicode_READ(kind, d, i)
+        c = d[i]
         if expect == X_KEY_OR_CLOSE or expect == X_KEY:
             if c == 0x7D and expect == X_KEY_OR_CLOSE:
                 depth -= 1
@@ -847,15 +920,15 @@ cdef Py_ssize_t _plain_walk(str text, Py_ssize_t i, Py_ssize_t n, list members, 
             elif c == 0x22:
                 escaped = False
                 start = i
-                i = _json_string(kind, d, n, i, &escaped)
+                i = _string_k(d, n, i, &escaped)
                 if i < 0:
                     return -1
                 if depth == 1:  # a member of the object itself: its key and where its value starts
                     key_start, key_end, key_escaped = start, i, escaped
-                i = _json_ws(kind, d, n, i)
-                if i >= n or PyUnicode_READ(kind, d, i) != 0x3A:
+                i = _ws_k(d, n, i)
+                if i >= n or d[i] != 0x3A:
                     return -1
-                i = _json_ws(kind, d, n, i + 1)
+                i = _ws_k(d, n, i + 1)
                 if depth == 1:
                     value_start = i
                 expect = X_VALUE
@@ -875,15 +948,15 @@ cdef Py_ssize_t _plain_walk(str text, Py_ssize_t i, Py_ssize_t n, list members, 
                 i += 1
                 continue
             elif c == 0x22:
-                i = _json_string(kind, d, n, i, &escaped)
+                i = _string_k(d, n, i, &escaped)
             elif c == 0x2D or 0x30 <= c <= 0x39:
-                i = _json_number(kind, d, n, i)
+                i = _number_k(d, n, i)
             elif c == 0x74:
-                i = _json_word(kind, d, n, i, b"true")
+                i = _word_k(d, n, i, b"true")
             elif c == 0x66:
-                i = _json_word(kind, d, n, i, b"false")
+                i = _word_k(d, n, i, b"false")
             elif c == 0x6E:
-                i = _json_word(kind, d, n, i, b"null")
+                i = _word_k(d, n, i, b"null")
             else:
                 return -1
             if i < 0:
@@ -904,7 +977,7 @@ cdef Py_ssize_t _plain_walk(str text, Py_ssize_t i, Py_ssize_t n, list members, 
             if members is not None:
                 members.append((None if key_escaped else text[key_start + 1 : key_end - 1], value_start, i))
             if picked != NULL:
-                _pick(picked, kind, d, key_start, key_end, key_escaped, value_start, i)
+                _pick(picked, kind, <const void*>d, key_start, key_end, key_escaped, value_start, i)
         expect = X_AFTER
 
 
@@ -1297,27 +1370,6 @@ for _c, _e in zip('"\\\b\f\n\r\t', '"\\bfnrt'):
 cdef const char* LOWER_HEX = b"0123456789abcdef"
 
 
-cdef Py_ssize_t _long_string_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """``_string_run`` (the characters JSON escapes are those it stops at), 8 bytes at a time first, for long
-    strings (SWAR: a byte below 0x20 sets the top bit of (x - 0x20..) & ~x, a zero byte of x ^ c that of
-    (y - 0x01..) & ~y; a borrow sets top bits only above such a byte, so "some byte" is exact in any byte
-    order). Not in the validator: its strings are short, and this was slower there."""
-    cdef uint64_t x, q, b, ones, tops
-    cdef int per = 8 // kind
-    if kind == 1:
-        ones, tops = 0x0101010101010101ULL, 0x8080808080808080ULL
-    else:
-        ones, tops = 0x0001000100010001ULL, 0x8000800080008000ULL
-    if kind <= 2:
-        while i + per <= n:
-            memcpy(&x, <const char*>d + i * kind, 8)
-            q, b = x ^ (0x22 * ones), x ^ (0x5C * ones)
-            if (((x - 0x20 * ones) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & tops:
-                break
-            i += per
-    return _string_run(kind, d, n, i)
-
-
 def json_string(str s not None):
     """``json.encoder.encode_basestring(s)``: ``s`` written as a JSON string, in quotes, with ``"``, ``\\``
     and the control characters escaped as json escapes them (``\\n``, ``\\u001f``); every other character as
@@ -1328,7 +1380,7 @@ def json_string(str s not None):
     cdef unsigned int c  # (not Py_UCS4: Cython reads that as a character)
     cdef unsigned char e
     while True:  # the size: each escape adds 1, or 5 for \u00XX
-        i = _long_string_run(kind, d, i, n)
+        i = _string_run(kind, d, n, i)
         if i >= n:
             break
         size += 5 if JSON_ESCAPES[PyUnicode_READ(kind, d, i)] == 0x75 else 1
@@ -1338,7 +1390,7 @@ def json_string(str s not None):
     PyUnicode_WRITE(kind, o, 0, 0x22)
     i = 0
     while i < n:
-        j = _long_string_run(kind, d, i, n)
+        j = _string_run(kind, d, n, i)
         run = j - i
         memcpy(<char*>o + k * kind, <const char*>d + i * kind, run * kind)
         k += run
@@ -2438,8 +2490,9 @@ cdef class StreamScrubber:
                     # one run past s's end from there), and its strings close, so lexing it would end past
                     # it, as here. The grammar is told it is plain. (Tried once a block, and only where the
                     # body began in s, the one case _run hands it on: linear.)
-                    _unpicked(&self._walked.picked)
-                    w = _plain_walk(s, p, end, None, &self._walked.picked)
+                    _unpicked(&self._walked.picked)  # (its members matter to the Hermes reader only)
+                    w = _plain_walk(s, p, end, None,
+                                    &self._walked.picked if spec.one_pass[self._kind] == ONE_PASS_HERMES else NULL)
                     if w >= 0:
                         self._walked_s, self._walked.lo, self._walked.hi = s, p, w
                         p = w
