@@ -165,6 +165,7 @@ cdef extern from *:
        there. 4-byte text: i. */
     #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TEXTCALLS_NO_SSE2)
     #include <emmintrin.h>
+    #define STOP_RUN_BYTES 16
     static inline Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
         const char* p = (const char*)d;
         int mask;
@@ -196,6 +197,7 @@ cdef extern from *:
     /* SWAR: a byte below 0x20 sets the top bit of (x - 0x20..) & ~x, a zero byte of x ^ c that of
        (y - 0x01..) & ~y; a borrow sets top bits only above such a byte, so "some byte" is exact in any
        byte order. The block that has one is left to the caller. */
+    #define STOP_RUN_BYTES 8
     static inline Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
         uint64_t x, q, b, ones, tops;
         Py_ssize_t per;
@@ -218,6 +220,9 @@ cdef extern from *:
     #endif
     """
     Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+    int STOP_RUN_BYTES
+
+_STOP_RUN_BYTES = STOP_RUN_BYTES  # the build's block: 16 (SSE2) or 8 (checked by .ci/run on a build without SSE2)
 
 
 cdef enum:
