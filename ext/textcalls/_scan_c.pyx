@@ -1244,7 +1244,11 @@ cdef object _scan_whole(text, options):
             return _parsed(text, [], 0, "", 0)
     cdef StreamScrubber scrubber = StreamScrubber.__new__(StreamScrubber)
     scrubber._setup(settings)
-    content = scrubber._feed(text) + scrubber._flush()
+    if scrubber._settled():  # (feed's screen would search the text for quiet_chars again: it has one)
+        content = scrubber._unquiet(text, kind, d, n)
+    else:
+        content = scrubber._feed(text)
+    content += scrubber._flush()
     return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed)
 
 
