@@ -193,6 +193,62 @@ cdef extern from *:
         }
         return i;
     }
+    /* n + 2 and what escaping adds (1 a character, 5 when escapes[c] is 'u'), counted 16 bytes at a
+       time; -1 for 4-byte text (the caller counts). */
+    static Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) {
+        const char* p = (const char*)d;
+        Py_ssize_t i = 0, size = n + 2;
+        unsigned int mask, ctrl, k, c;
+        const __m128i z = _mm_setzero_si128();
+        if (kind == 1) {
+            const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), lo = _mm_set1_epi8(0x1F);
+            for (; i + 16 <= n; i += 16) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                __m128i cm = _mm_cmpeq_epi8(_mm_subs_epu8(x, lo), z);
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)), cm));
+                if (!mask)
+                    continue;
+                size += __builtin_popcount(mask);
+                for (ctrl = (unsigned)_mm_movemask_epi8(cm); ctrl; ctrl &= ctrl - 1) {
+                    k = (unsigned)__builtin_ctz(ctrl);
+                    if (escapes[(unsigned char)p[i + k]] == 'u')
+                        size += 4;
+                }
+            }
+            for (; i < n; i++) {
+                c = (unsigned char)p[i];
+                if (c < 128 && escapes[c])
+                    size += escapes[c] == 'u' ? 5 : 1;
+            }
+        } else if (kind == 2) {
+            const Py_UCS2* p2 = (const Py_UCS2*)d;
+            const __m128i q = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C), lo = _mm_set1_epi16(0x1F);
+            for (; i + 8 <= n; i += 8) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p2 + i));
+                __m128i cm = _mm_cmpeq_epi16(_mm_subs_epu16(x, lo), z);
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, b)), cm));
+                if (!mask)
+                    continue;
+                size += __builtin_popcount(mask) >> 1;  /* two bits a code unit */
+                for (ctrl = (unsigned)_mm_movemask_epi8(cm); ctrl; ctrl &= ctrl - 1) {
+                    k = (unsigned)__builtin_ctz(ctrl);  /* the code unit's low bit; its high bit goes next */
+                    ctrl &= ctrl - 1;
+                    if (escapes[p2[i + (k >> 1)]] == 'u')
+                        size += 4;
+                }
+            }
+            for (; i < n; i++) {
+                c = p2[i];
+                if (c < 128 && escapes[c])
+                    size += escapes[c] == 'u' ? 5 : 1;
+            }
+        } else {
+            return -1;
+        }
+        return size;
+    }
     #else
     /* SWAR: a byte below 0x20 sets the top bit of (x - 0x20..) & ~x, a zero byte of x ^ c that of
        (y - 0x01..) & ~y; a borrow sets top bits only above such a byte, so "some byte" is exact in any
@@ -217,9 +273,13 @@ cdef extern from *:
         }
         return i;
     }
+    static Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) {
+        return -1;  /* the caller counts */
+    }
     #endif
     """
     Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+    Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) noexcept nogil
     int STOP_RUN_BYTES
 
 _STOP_RUN_BYTES = STOP_RUN_BYTES  # the build's block: 16 (SSE2) or 8 (checked by .ci/run on a build without SSE2)
@@ -1385,15 +1445,18 @@ def json_string(str s not None):
     it is (lone surrogates too)."""
     cdef int kind = PyUnicode_KIND(s)
     cdef const void* d = PyUnicode_DATA(s)
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0, j, size = n + 2, k = 1, run
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0, j, k = 1, run
     cdef unsigned int c  # (not Py_UCS4: Cython reads that as a character)
     cdef unsigned char e
-    while True:  # the size: each escape adds 1, or 5 for \u00XX
-        i = _string_run(kind, d, n, i)
-        if i >= n:
-            break
-        size += 5 if JSON_ESCAPES[PyUnicode_READ(kind, d, i)] == 0x75 else 1
-        i += 1
+    cdef Py_ssize_t size = _escaped_size(kind, d, n, JSON_ESCAPES)
+    if size < 0:  # (4-byte text, or no SSE2) the size: each escape adds 1, or 5 for \u00XX
+        size = n + 2
+        while True:
+            i = _string_run(kind, d, n, i)
+            if i >= n:
+                break
+            size += 5 if JSON_ESCAPES[PyUnicode_READ(kind, d, i)] == 0x75 else 1
+            i += 1
     cdef str out = PyUnicode_New(size, PyUnicode_MAX_CHAR_VALUE(s))  # s's kind; filled here before it is seen
     cdef void* o = <void*>PyUnicode_DATA(out)  # (a new string: written here before it is seen)
     PyUnicode_WRITE(kind, o, 0, 0x22)
