@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textcalls import _scan_py
+from textcalls import _scan_py, parse
 from textcalls._table import JSON_OUTSIDE, json_proof
 from textcalls.dialects.jsonlike import _all_calls, as_written, call_from_block
 from textcalls.markers import BLOCKS, DEEPSEEK, DEEPSEEK_CLOSE, DEEPSEEK_OPEN, DEEPSEEK_SEP, HERMES
@@ -209,7 +209,7 @@ def test_both_implementations_agree_on_any_text(text):
 # (16 bytes with SSE2, 8 without). A stop at every place of two blocks, in runs of characters of each kind,
 # some with a byte equal to a stop's (U+2222, U+5C5C, U+011F) or a high bit (U+00A2, U+8022).
 FILLERS = ["a", "\xa2", "\xdc", "\u2222", "\u5c5c", "\u011f", "\u8022", "\u4e2d", "\U0001f600"]
-STOPS = ['\\n', '\\"', "\\u0041", "\x01", "\x1f", '"', "\\"]  # as written between the string's quotes
+STOPS = ["\\n", '\\"', "\\u0041", "\x01", "\x1f", '"', "\\"]  # as written between the string's quotes
 
 
 @pytest.mark.parametrize("filler", FILLERS)
@@ -226,6 +226,25 @@ def test_a_stop_anywhere_in_a_run(impl, filler):
             assert plain(impl, text) == want, (before, stop)
         value = filler * before + "\x1f" + '"' + "\\" + filler
         assert impl.json_string(value) == json.encoder.encode_basestring(value)
+
+
+# A block's body outside JSON strings is also read a block at a time (16 bytes with SSE2) up to a character the
+# lexer must look at: the closer and any other literal's first character, quotes, backslashes and brackets.
+# Values of XML calls with one such character after a run of each length, the closer after it.
+@pytest.mark.parametrize("filler", FILLERS)
+def test_a_lexer_stop_anywhere_in_a_body_run(impl, filler):
+    for before in range(34):
+        for stop in '<[]{}\\"':
+            value = filler * before + stop + filler * 5
+            for text in (
+                f"<tool_call>\n<function=f>\n<parameter=a>\n{value}\n</parameter>\n</function>\n</tool_call>",  # Qwen3
+                f"<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>{value}</arg_value>\n</tool_call>",  # GLM
+            ):
+                parsed = parse(text)
+                assert (parsed.content, [(c.name, json.loads(c.arguments)) for c in parsed.calls]) == (
+                    "",
+                    [("f", {"a": value})],
+                ), (before, stop, text)
 
 
 # --- the grammars: arguments as written, equal as JSON to reading and writing them again --------------
