@@ -249,36 +249,32 @@ cdef extern from *:
         }
         return size;
     }
-    /* The first index from i of a code unit among chars[0:8] (ASCII), as far as whole 16-byte blocks reach
-       before end; 1- and 2-byte text. */
+    /* The first index from i of a code unit among 8 characters, as far as whole 16-byte blocks reach before
+       end; 1- and 2-byte text. vecs: 8 blocks of 16 bytes, each one character in the text's kind (a block
+       loaded is cheaper than one made from a character at each call). */
     static inline Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
-                                         const unsigned char* chars) {
+                                         const unsigned char* vecs) {
         const char* p = (const char*)d;
+        const __m128i* v = (const __m128i*)vecs;
         __m128i x, m;
         unsigned int mask;
         int j;
         if (kind == 1) {
-            __m128i set[8];
-            for (j = 0; j < 8; j++)
-                set[j] = _mm_set1_epi8((char)chars[j]);
             for (; i + 16 <= end; i += 16) {
                 x = _mm_loadu_si128((const __m128i*)(p + i));
-                m = _mm_cmpeq_epi8(x, set[0]);
+                m = _mm_cmpeq_epi8(x, _mm_loadu_si128(v));
                 for (j = 1; j < 8; j++)
-                    m = _mm_or_si128(m, _mm_cmpeq_epi8(x, set[j]));
+                    m = _mm_or_si128(m, _mm_cmpeq_epi8(x, _mm_loadu_si128(v + j)));
                 mask = (unsigned)_mm_movemask_epi8(m);
                 if (mask)
                     return i + __builtin_ctz(mask);
             }
         } else if (kind == 2) {
-            __m128i set[8];
-            for (j = 0; j < 8; j++)
-                set[j] = _mm_set1_epi16(chars[j]);
             for (; i + 8 <= end; i += 8) {
                 x = _mm_loadu_si128((const __m128i*)(p + 2 * i));
-                m = _mm_cmpeq_epi16(x, set[0]);
+                m = _mm_cmpeq_epi16(x, _mm_loadu_si128(v));
                 for (j = 1; j < 8; j++)
-                    m = _mm_or_si128(m, _mm_cmpeq_epi16(x, set[j]));
+                    m = _mm_or_si128(m, _mm_cmpeq_epi16(x, _mm_loadu_si128(v + j)));
                 mask = (unsigned)_mm_movemask_epi8(m);
                 if (mask)
                     return i + (__builtin_ctz(mask) >> 1);
@@ -314,7 +310,7 @@ cdef extern from *:
         return -1;  /* the caller counts */
     }
     static inline Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
-                                         const unsigned char* chars) {
+                                         const unsigned char* vecs) {
         return i;  /* the caller reads on */
     }
     #endif
@@ -322,7 +318,7 @@ cdef extern from *:
     Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil
     Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) noexcept nogil
     Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
-                           const unsigned char* chars) noexcept nogil
+                           const unsigned char* vecs) noexcept nogil
     int STOP_RUN_BYTES
 
 _STOP_RUN_BYTES = STOP_RUN_BYTES  # the build's block: 16 (SSE2) or 8 (checked by .ci/run on a build without SSE2)
@@ -442,8 +438,9 @@ cdef class _CSpec:
     cdef bint first[128]        # first characters of every literal
     cdef bint lex_stop[128]     # what _lex must look at outside a JSON string: closers' and literals' first
     #                             characters, quotes, backslashes, brackets (all ASCII: others are skipped)
-    cdef unsigned char lex_chars[8]  # lex_stop's characters (repeated to fill 8), when at most 8: _past_chars
-    cdef bint lex_blocks        # lex_chars holds them: a run is skipped block by block first
+    cdef unsigned char lex_vecs[2][8 * 16]  # lex_stop's characters (repeated to fill 8), when at most 8, as
+    #                             _past_chars reads them: 16 bytes each, in 1- and 2-byte text (little-endian)
+    cdef bint lex_blocks        # lex_vecs holds them: a run is skipped block by block first
     cdef bint strong_first[128]
     cdef bint anchors[128]      # word openers' anchors (their literal is looked for before it)
     cdef Py_UCS4 first_chars[FIRST_MAX]
@@ -577,8 +574,9 @@ cdef class _CSpec:
         lex_chars = [c for c in range(128) if self.lex_stop[c]]
         self.lex_blocks = len(lex_chars) <= 8
         if self.lex_blocks:
-            for c in range(8):
-                self.lex_chars[c] = lex_chars[c % len(lex_chars)]
+            for c in range(8 * 16):
+                self.lex_vecs[0][c] = lex_chars[(c // 16) % len(lex_chars)]  # 16 in a block
+                self.lex_vecs[1][c] = lex_chars[(c // 16) % len(lex_chars)] if c % 2 == 0 else 0  # 8 of 2 bytes
         cdef int variant
         cdef bint fences, tools, other
         for variant in range(4):
@@ -2562,8 +2560,8 @@ cdef class StreamScrubber:
                 p += 1
                 continue
             if not self._at_start:  # past the body's first character: a run none of the checks below sees, at once
-                if spec.lex_blocks:
-                    p = _past_chars(kind, d, p, end, spec.lex_chars)
+                if spec.lex_blocks and kind <= 2:
+                    p = _past_chars(kind, d, p, end, spec.lex_vecs[kind - 1])
                 p = _past_run(kind, d, p, end, spec.lex_stop)
                 if p >= end:
                     break
