@@ -427,8 +427,10 @@ def test_content_and_arguments_cut_out_of_wide_text_are_the_strings_written(impl
     assert parsed.content == prose
     assert [(c.name, c.arguments) for c in parsed.calls] == [("f", arguments)]
     assert (parsed.content.isascii(), parsed.calls[0].arguments.isascii()) == (prose.isascii(), arguments.isascii())
-    hermes = tc.parse(f'{prose} <tool_call>{{"name": "f", "arguments": {arguments}}}</tool_call>\u3000')
-    assert (hermes.content, [c.arguments for c in hermes.calls]) == (prose, [arguments])
+    for tail in ("\u3000", " "):  # 2-byte text; the text's own kind (ASCII and Latin-1 ones cut from 1-byte text)
+        hermes = tc.parse(f'{prose} <tool_call>{{"name": "f", "arguments": {arguments}}}</tool_call>{tail}')
+        assert (hermes.content, [c.arguments for c in hermes.calls]) == (prose, [arguments])
+        assert (hermes.content.isascii(), hermes.calls[0].arguments.isascii()) == (prose.isascii(), arguments.isascii())
 
 
 def test_parse_is_one_function_whatever_path_a_call_takes(monkeypatch, tc):

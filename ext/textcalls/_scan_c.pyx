@@ -54,6 +54,7 @@ cdef extern from "Python.h":
     bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
     bint PyUnicode_Check(object) noexcept
     bint PyUnicode_CheckExact(object) noexcept
+    bint PyUnicode_IS_ASCII(object) noexcept
     object PyUnicode_FromObject(object)
     int PyUnicode_1BYTE_KIND
 
@@ -331,11 +332,19 @@ cdef enum:
 cdef str _slice(str s, Py_ssize_t lo, Py_ssize_t hi):
     """``s[lo:hi]`` for ``0 <= lo <= hi <= len(s)``. Out of wide text (2- and 4-byte kinds) the slice's
     narrowest kind is found by OR-ing its characters (a loop the compiler vectorises; the OR is below 128,
-    256 or 65536 exactly when every character is), where ``str``'s slicing takes a branch a character."""
+    256 or 65536 exactly when every character is), where ``str``'s slicing takes a branch a character. Out
+    of ASCII text it is copied (Cython's slicing searches a 1-byte slice for its largest character)."""
     cdef int kind = PyUnicode_KIND(s)
-    if kind == PyUnicode_1BYTE_KIND or hi - lo < SLICE_WIDE_MIN:
-        return s[lo:hi]
     cdef Py_ssize_t n = hi - lo, k
+    cdef str out
+    if hi - lo < SLICE_WIDE_MIN:
+        return s[lo:hi]
+    if kind == PyUnicode_1BYTE_KIND:
+        if not PyUnicode_IS_ASCII(s):
+            return s[lo:hi]
+        out = PyUnicode_New(n, 127)  # ASCII; filled here before anything else sees it
+        memcpy(<void*>PyUnicode_DATA(out), <const char*>PyUnicode_DATA(s) + lo, n)
+        return out
     cdef const Py_UCS2* p2 = <const Py_UCS2*>PyUnicode_DATA(s) + lo
     cdef const uint32_t* p4 = <const uint32_t*>PyUnicode_DATA(s) + lo  # not Py_UCS4: Cython reads that as a character
     cdef Py_UCS2 top2 = 0
@@ -349,7 +358,7 @@ cdef str _slice(str s, Py_ssize_t lo, Py_ssize_t hi):
             top |= p4[k]
         if top > 0xFFFF:  # (an OR of code points may pass the last one, 0x10FFFF)
             top = 0x10FFFF
-    cdef str out = PyUnicode_New(n, top)  # of the kind ``top`` names; filled here before anything else sees it
+    out = PyUnicode_New(n, top)  # of the kind ``top`` names; filled here before anything else sees it
     cdef int out_kind = PyUnicode_KIND(out)
     cdef Py_UCS1* o1 = <Py_UCS1*>PyUnicode_DATA(out)
     cdef Py_UCS2* o2 = <Py_UCS2*>PyUnicode_DATA(out)
