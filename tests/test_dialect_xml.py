@@ -855,3 +855,23 @@ def test_a_tag_whose_attributes_run_over_the_cap_is_malformed(impl, tc, where):
     assert (call.name, call.arguments) == ("f", '{"p": "v"}')
     parsed = tc.parse(text(ATTRIBUTES_MAX + 7))
     assert (parsed.calls, parsed.removed, parsed.malformed, parsed.content) == ([], 1, 1, "")
+
+
+# --- the tag search: str.find to each "<", then the regex from there, gives finditer's matches ----------------
+
+_PIECES = ["<", "</", "<<", "x", " ", "\n", "<function=f>", "</function >", "<parameter=a>", "</parameter>",
+           "<invoke name='f'>", "</invoke>", "<parameter name=\"a\">", "<steptml:invoke name=\"f\">",
+           "<arg_key>k</arg_key>", "<arg_value>", "</arg_value>", "<｜DSML｜invoke name=\"f\">"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_the_tags_are_the_regexs_matches_in_order(body):
+    from textcalls.dialects.xml import _DSML, _GLM, _MINIMAX, _QWEN, _STEP3
+
+    for markup in (_QWEN, _MINIMAX, _STEP3, _DSML, _GLM):
+        want = [
+            (m.lastgroup, m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
+            for m in markup.pattern.finditer(body)
+        ]
+        assert [tuple(tag) for tag in markup.tags(body)] == want

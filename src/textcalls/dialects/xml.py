@@ -109,7 +109,11 @@ class _Markup:
     def tags(self, body: str) -> list[_Tag] | None:
         """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed)."""
         tags: list[_Tag] = []
-        for m in self.pattern.finditer(body):
+        search, pos = self.pattern.search, 0
+        # every tag starts with "<": ``str.find`` (memchr) skips to the next one, which the regex engine would
+        # reach one character at a time; the matches are ``finditer``'s
+        while (start := body.find("<", pos)) >= 0 and (m := search(body, start)) is not None:
+            pos = m.end()
             if len(tags) == TAGS_MAX:
                 return None
             # every alternative of the pattern is a named group, so ``lastgroup`` is never None
