@@ -167,7 +167,7 @@ cdef extern from *:
     #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TEXTCALLS_NO_SSE2)
     #include <emmintrin.h>
     #define STOP_RUN_BYTES 16
-    static inline Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
+    static CYTHON_INLINE Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
         const char* p = (const char*)d;
         int mask;
         if (kind == 1) {
@@ -253,8 +253,8 @@ cdef extern from *:
     /* The first index from i of a code unit among 8 characters, as far as whole 16-byte blocks reach before
        end; 1- and 2-byte text. vecs: 8 blocks of 16 bytes, each one character in the text's kind (a block
        loaded is cheaper than one made from a character at each call). */
-    static inline Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
-                                         const unsigned char* vecs) {
+    static CYTHON_INLINE Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
+                                                const unsigned char* vecs) {
         const char* p = (const char*)d;
         const __m128i* v = (const __m128i*)vecs;
         __m128i x, m;
@@ -288,7 +288,7 @@ cdef extern from *:
        (y - 0x01..) & ~y; a borrow sets top bits only above such a byte, so "some byte" is exact in any
        byte order. The block that has one is left to the caller. */
     #define STOP_RUN_BYTES 8
-    static inline Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
+    static CYTHON_INLINE Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
         uint64_t x, q, b, ones, tops;
         Py_ssize_t per;
         if (kind == 1) {
@@ -310,8 +310,8 @@ cdef extern from *:
     static Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) {
         return -1;  /* the caller counts */
     }
-    static inline Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
-                                         const unsigned char* vecs) {
+    static CYTHON_INLINE Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
+                                                const unsigned char* vecs) {
         return i;  /* the caller reads on */
     }
     #endif
