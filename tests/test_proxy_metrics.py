@@ -295,7 +295,9 @@ def test_the_histogram_holds_the_first_bytes_time_not_the_whole_answers(impl, st
 # --- the JSON log line -----------------------------------------------------------------------------
 
 
-def test_json_log_lines(impl, stub):
+def test_json_log_lines(impl, stub, monkeypatch):
+    ticks = itertools.count(1.0)  # the proxy's clock, the test's own: the order of its readings, no wall time
+    monkeypatch.setattr(proxy, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
     with serving(stub) as port, json_log() as out:
         chat(port, "hermes", stream=False)
         data = chat(port, "deepseek", stream=True)[2]
