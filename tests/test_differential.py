@@ -238,7 +238,7 @@ class G:
 
 
 def _value(g: G, depth: int = 0):
-    if g.streamed and g.chance(0.2):
+    if (g.streamed and g.chance(0.2)) or g.chance(0.05):  # (runs of 16 bytes and more: the scanners' block reads)
         return long_string(g)
     r = g.rng.random()
     if r < 0.25:

@@ -245,6 +245,10 @@ def test_a_lexer_stop_anywhere_in_a_body_run(impl, filler):
                     "",
                     [("f", {"a": value})],
                 ), (before, stop, text)
+                # streamed: cut in the value, and in pieces of 11 (a block read across the pieces' ends)
+                whole = (parsed.content, parsed.reasoning, [(c.name, c.arguments) for c in parsed.calls])
+                for cuts in ([len(text) // 2], range(5, len(text), 11)):
+                    assert feed_in_pieces(impl, text, cuts)[:3] == whole, (before, stop, text, cuts)
 
 
 # --- the grammars: arguments as written, equal as JSON to reading and writing them again --------------
