@@ -446,7 +446,7 @@ cdef class _CSpec:
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
     cdef bint lex_stop[128]     # what _lex must look at outside a JSON string: closers' and literals' first
-    #                             characters, quotes, backslashes, brackets (all ASCII: others are skipped)
+    #                             characters, the quote and brackets (all ASCII: others are skipped)
     cdef unsigned char lex_vecs[2][8 * 16]  # lex_stop's characters (repeated to fill 8), when at most 8, as
     #                             _past_chars reads them: 16 bytes each, in 1- and 2-byte text (little-endian)
     cdef bint lex_blocks        # lex_vecs holds them: a run is skipped block by block first
@@ -494,7 +494,7 @@ cdef class _CSpec:
                 and self.has_starts and self.starts and self.dialect_blocks and self.dialect_lo):
             raise MemoryError()
         for c in range(128):
-            self.lex_stop[c] = chr(c) in '"\\{}[]'
+            self.lex_stop[c] = chr(c) in '"{}[]'
             self.first[c] = False
             self.strong_first[c] = False
             self.anchors[c] = False
