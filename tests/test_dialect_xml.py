@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls.dialects.context import Context
-from textcalls.dialects.xml import dsml, glm, minimax_m2, qwen3_xml, step3
+from textcalls.dialects.xml import _trim, dsml, glm, minimax_m2, qwen3_xml, step3, text_end
 from textcalls.toolcall import ToolCall
 
 NO_TOOLS = Context()
@@ -753,6 +753,21 @@ def test_pretty_printed_layout_gives_back_every_character(value, indent, deeper,
     lines = value.split("\n")
     raw = "\n" + "\n".join(indent + deeper + line for line in lines) + "\n" + indent
     assert value_of(grammar, make(raw)) == value
+
+
+LAYOUT_PIECES = ["x", "ab", " ", "\t", "\n", "\r\n", "\r", "  \n  ", " " * 70, "\t" * 65, "\u2003", "é"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=st.lists(st.sampled_from(LAYOUT_PIECES), max_size=12).map("".join), data=st.data())
+def test_a_value_is_trimmed_where_it_stands_in_the_body(text, data):
+    """A value is trimmed as a span of its body (cut out once): the same as the value cut out first; the end
+    of its text before trailing blanks found from the end by pieces is ``rstrip``'s."""
+    lo = data.draw(st.integers(0, len(text)))
+    hi = data.draw(st.integers(lo, len(text)))
+    assert _trim(text, lo, hi) == _trim(text[lo:hi])
+    for chars in (" \t", None):
+        assert text_end(text, lo, hi, chars) == lo + len(text[lo:hi].rstrip(chars))
 
 
 # The same through the scanners: whole and in any split, on both implementations.

@@ -259,6 +259,26 @@ def test_a_tag_word_alone_is_not_a_glm_call(impl, tc):
     assert calls(tc.parse("<tool_call>get_time\n</tool_call>")) == [("get_time", {})]
 
 
+# whitespace str.strip() removes, as the <tool_call> body's shape is read (a run longer than 64: read by pieces)
+PADS = ["", " ", "\n", " \t\n ", "\u2003", "\x1c", "\x85", "\u3000\n", " " * 100]
+
+
+@pytest.mark.parametrize("before", PADS)
+@pytest.mark.parametrize("after", PADS)
+def test_a_tool_call_bodys_shape_is_read_past_any_whitespace(impl, tc, before, after):
+    """The ``<tool_call>`` body's shape is that of its text without the whitespace around it: JSON, Qwen3-Coder
+    XML, GLM, or GLM's bare name, which needs a line break right after it."""
+
+    def body_calls(body):
+        return calls(tc.parse("<tool_call>" + before + body + after + "</tool_call>"))
+
+    assert body_calls('{"name": "f", "arguments": {"a": 1}}') == [("f", {"a": 1})]
+    assert body_calls('[{"name": "f", "arguments": {}}]') == [("f", {})]
+    assert body_calls("<function=f>\n<parameter=a>\nx\n</parameter>\n</function>") == [("f", {"a": "x"})]
+    assert body_calls("f\n<arg_key>a</arg_key>\n<arg_value>x</arg_value>") == [("f", {"a": "x"})]
+    assert body_calls("f") == ([("f", {})] if after.startswith("\n") else [])
+
+
 def test_a_json_call_whose_arguments_mention_glm_tags_is_a_json_call(impl, tc):
     # a coding agent writing about GLM's format: the body is JSON, whatever its strings hold
     text = '<tool_call>{"name": "f", "arguments": {"x": "<arg_key>a</arg_key>"}}</tool_call>'

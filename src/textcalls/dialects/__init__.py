@@ -20,6 +20,7 @@ from .context import Context
 __all__ = ["GRAMMARS", "WHOLE_MESSAGE", "Context"]
 
 _GLM_NAME = re.compile(r"[\w.:-]+")
+_NONBLANK = re.compile(r"\S")
 #: A ``name="…"`` attribute in a tag opener's attribute text (``<tool_call id="…" name="NAME">``).
 _NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
 
@@ -29,17 +30,19 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     Qwen3-Coder XML (``<function=…>``), or GLM (``NAME<arg_key>…``, or ``NAME`` and a line break: a
     call without arguments — a lone word is not enough). When the opener names the tool
     (``<tool_call id="…" name="NAME">``) a body that is empty or an object is its arguments."""
-    text = body.strip()
+    first = _NONBLANK.search(body)  # body.strip() is body[lo:hi] (found without copying a big body)
+    lo = first.start() if first else len(body)
+    hi = xml.text_end(body, lo, len(body))
     named = _NAME_ATTRIBUTE.search(opener)
-    if named and (named.group(1) or named.group(2) or "").strip() and (not text or text.startswith(("{", "```"))):
+    if named and (named.group(1) or named.group(2) or "").strip() and (lo == hi or body.startswith(("{", "```"), lo)):
         return jsonlike.named_arguments((named.group(1) or named.group(2)).strip(), body)
-    if text.startswith("{"):  # a JSON call object (GLM and Qwen3-Coder bodies never start so)
+    if body.startswith("{", lo):  # a JSON call object (GLM and Qwen3-Coder bodies never start so)
         return jsonlike.hermes_json(opener, body, ctx)
-    if text.startswith("["):
+    if body.startswith("[", lo):
         return jsonlike.json_calls(opener, body, ctx)
-    if text.startswith("<function="):
+    if body.startswith("<function=", lo):
         return xml.qwen3_xml(opener, body, ctx)
-    if "<arg_key>" in text or (_GLM_NAME.fullmatch(text) and body.lstrip().startswith(text + "\n")):
+    if body.find("<arg_key>", lo, hi) >= 0 or (_GLM_NAME.fullmatch(body, lo, hi) and body.startswith("\n", hi)):
         return xml.glm(opener, body, ctx)
     return jsonlike.hermes_json(opener, body, ctx)
 

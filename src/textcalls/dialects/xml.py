@@ -67,7 +67,16 @@ class _Tag(NamedTuple):
 
 class _Param(NamedTuple):
     head: str
-    value: str  # the raw text between the parameter's tags
+    body: str  # the raw text between the parameter's tags is body[start:end] (cut out only when it is read)
+    start: int
+    end: int
+
+    @property
+    def value(self) -> str:
+        return self.body[self.start : self.end]
+
+    def trimmed(self) -> str:
+        return _trim(self.body, self.start, self.end)
 
 
 class _Call(NamedTuple):
@@ -206,8 +215,8 @@ class _Reader:
             if tag is not None and tag.kind == _PARAM:
                 if not self._blank(pos, tag.start):
                     return None, i, pos
-                value, i, pos = self._value(i + 1, tag.end)
-                params.append(_Param(tag.head, value))
+                start, end, i, pos = self._value(i + 1, tag.end)
+                params.append(_Param(tag.head, self.body, start, end))
                 continue
             if tag is not None and tag.kind == _END_PARAM:
                 return None, i, pos
@@ -220,8 +229,9 @@ class _Reader:
                 i, end = i + 1, tag.end
             return _Call(head, params, "" if params else rest), i, end
 
-    def _value(self, i: int, start: int) -> tuple[str, int, int]:
-        """The raw value starting at ``start`` (``tags[i]`` the next tag), the tag index and position after it."""
+    def _value(self, i: int, start: int) -> tuple[int, int, int, int]:
+        """Where the raw value starting at ``start`` ends (``tags[i]`` the next tag): ``(start, end)``, and the
+        tag index and position after it."""
         body, tags = self.body, self.tags
         loose = None  # the first closing tag of this value that is not followed by what ends a value
         stop = len(tags)  # the tag an unclosed value runs up to (none: the end of the body)
@@ -229,7 +239,7 @@ class _Reader:
             tag = tags[k]
             if tag.kind == _END_PARAM:
                 if self._followed_by(k, _AFTER_VALUE):
-                    return body[start : tag.start], k + 1, tag.end
+                    return start, tag.start, k + 1, tag.end
                 if loose is None:
                     loose = k
             elif (tag.kind == _PARAM and (not self.newline_params or body[tag.start - 1] == "\n")) or (
@@ -238,9 +248,9 @@ class _Reader:
                 stop = k
                 break
         if loose is not None:  # no real closing tag came: that one was it, and stray text follows
-            return body[start : tags[loose].start], loose + 1, tags[loose].end
+            return start, tags[loose].start, loose + 1, tags[loose].end
         end = tags[stop].start if stop < len(tags) else len(body)
-        return body[start:end], stop, end
+        return start, end, stop, end
 
     def _followed_by(self, k: int, kinds: tuple[str, ...]) -> bool:
         """Whether only whitespace separates ``tags[k]`` from the end of the body or a next tag of ``kinds``."""
@@ -270,7 +280,7 @@ def qwen3_xml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         tool = _tag_name(call.head)
         if tool is None or call.inner.strip():
             return []
-        made = _typed_call(tool, [(p.head, p.value) for p in call.params], ctx)
+        made = _typed_call(tool, [(p.head, p) for p in call.params], ctx)
         if made is None:
             return []
         out.append(made)
@@ -298,7 +308,7 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     call, _, _ = reader.call(name, 0, cut)
     if call is None or call.inner.strip():
         return []
-    made = _typed_call(name, [(p.head, p.value) for p in call.params], ctx)
+    made = _typed_call(name, [(p.head, p) for p in call.params], ctx)
     return [] if made is None else [made]
 
 
@@ -368,7 +378,7 @@ def _dsml_call(tool: str, params: list[_Param], ctx: Context) -> ToolCall | None
                 return None
             args[name] = value
         else:
-            args[name] = _typed(ctx, tool, name, _trim(param.value))
+            args[name] = _typed(ctx, tool, name, param.trimmed())
     return make_call(tool, args)
 
 
@@ -381,7 +391,7 @@ def _attribute_calls(calls: list[_Call] | None, ctx: Context) -> list[ToolCall]:
         tool = _attribute_name(call.head)
         if tool is None or call.inner.strip():
             return []
-        pairs = [(_attributes(p.head).get("name", ""), p.value) for p in call.params]
+        pairs = [(_attributes(p.head).get("name", ""), p) for p in call.params]
         made = _typed_call(tool, pairs, ctx)
         if made is None:
             return []
@@ -389,14 +399,14 @@ def _attribute_calls(calls: list[_Call] | None, ctx: Context) -> list[ToolCall]:
     return out
 
 
-def _typed_call(tool: str, pairs: list[tuple[str, str]], ctx: Context) -> ToolCall | None:
-    """A call from raw (name, value) pairs: names stripped, values trimmed and typed."""
+def _typed_call(tool: str, pairs: list[tuple[str, _Param]], ctx: Context) -> ToolCall | None:
+    """A call from (raw name, parameter) pairs: names stripped, values trimmed and typed."""
     args: dict = {}
-    for raw_name, raw_value in pairs:
+    for raw_name, param in pairs:
         name = _param_name(raw_name)
         if name is None:
             return None
-        args[name] = _typed(ctx, tool, name, _trim(raw_value))
+        args[name] = _typed(ctx, tool, name, param.trimmed())
     return make_call(tool, args)
 
 
@@ -430,32 +440,49 @@ def _attributes(head: str) -> dict[str, str]:
     return found
 
 
-def _trim(value: str) -> str:
-    """``value`` without the layout around it (the rule in the module doc); inner text kept."""
+def _trim(text: str, lo: int = 0, hi: int | None = None) -> str:
+    """``text[lo:hi]`` without the layout around it (the rule in the module doc); inner text kept. The value
+    is cut out of ``text`` once (a big value is no copy of a copy)."""
+    hi = len(text) if hi is None else hi
     # 2. the trailing line break and the closing tag's indentation
-    end = len(value)
-    kept = value.rstrip(" \t")
-    broken_after = kept.endswith("\n")
+    kept = text_end(text, lo, hi, " \t")
+    broken_after = kept > lo and text[kept - 1] == "\n"
     indent = ""
+    end = hi
     if broken_after:
-        indent = value[len(kept) :]
-        end = len(kept) - 1
-        if end and value[end - 1] == "\r":
+        indent = text[kept:hi]
+        end = kept - 1
+        if end > lo and text[end - 1] == "\r":
             end -= 1
     # 1. the leading line break (and the spaces or tabs before it)
-    lead = _LEADING_BREAK.match(value)
-    start = lead.end() if lead else 0
+    lead = _LEADING_BREAK.match(text, lo, hi)
+    start = lead.end() if lead else lo
     if start > end:  # only whitespace, one line break: both sides named the same break
         return ""
-    text = value[start:end]
-    if indent and text:
-        text = _dedent(text, indent)
+    if indent and start < end:  # 3. (a side with a line break is not trimmed by 4, whose other side is not)
+        value = _dedent(text[start:end], indent)
+        if lead is None and len(value) > 1 and value[0] == " " and not value[1].isspace():
+            value = value[1:]
+        return value
     # 4. a whitespace-collapsed paste: one space on a side that had no line break
-    if lead is None and len(text) > 1 and text[0] == " " and not text[1].isspace():
-        text = text[1:]
-    if not broken_after and len(text) > 1 and text[-1] == " " and not text[-2].isspace():
-        text = text[:-1]
-    return text
+    if lead is None and end - start > 1 and text[start] == " " and not text[start + 1].isspace():
+        start += 1
+    if not broken_after and end - start > 1 and text[end - 1] == " " and not text[end - 2].isspace():
+        end -= 1
+    return text[start:end]
+
+
+def text_end(text: str, lo: int, hi: int, chars: str | None = None) -> int:
+    """The index after the last character of ``text[lo:hi]`` not in ``chars`` (whitespace: ``None``), ``lo``
+    if none: where ``text[lo:hi].rstrip(chars)`` ends, found from the end 64 characters at a time (no copy of
+    a big value)."""
+    while hi > lo:
+        tail = text[max(lo, hi - 64) : hi]
+        kept = tail.rstrip(chars)
+        if kept:
+            return hi - len(tail) + len(kept)
+        hi -= len(tail)
+    return lo
 
 
 _LEADING_BREAK = re.compile(r"[ \t]*\r?\n")
