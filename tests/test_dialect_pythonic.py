@@ -11,10 +11,15 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from textcalls import _scan
 from textcalls.dialects import pythonic
 from textcalls.dialects.context import Context
 from textcalls.dialects.pythonic import pythonic_lines, pythonic_list, pythonic_message
 from textcalls.toolcall import ToolCall
+
+from .conftest import IMPLS
+
+BOTH = [param.values[0] for param in IMPLS if param.values[0] is not None]  # the implementations built
 
 CTX = Context()
 TOOLS_CTX = Context(
@@ -355,7 +360,7 @@ LITERALS = [
 
 
 @pytest.mark.parametrize(("literal", "value", "cut"), LITERALS, ids=[lit for lit, _, _ in LITERALS])
-def test_a_long_string_has_the_value_python_gives_it(literal, value, cut):
+def test_a_long_string_has_the_value_python_gives_it(impl, literal, value, cut):
     assert literal_value(literal) == value
     assert read_alone(f"[write_file(content={literal})]") == ([("write_file", {"content": value})], cut)
 
@@ -365,7 +370,7 @@ def test_a_long_string_has_the_value_python_gives_it(literal, value, cut):
     [r"'\x4'", r"'\N{NO SUCH NAME}'", r"'\u12'", r"'\U00110000'", "'\ud800'", "'a\rb'", "'a\x00b'"],
     ids=["short-hex", "unknown-name", "short-u", "out-of-range", "lone-surrogate", "cr", "nul"],
 )
-def test_a_long_string_python_cannot_read_is_malformed(literal):
+def test_a_long_string_python_cannot_read_is_malformed(impl, literal):
     with pytest.raises((SyntaxError, ValueError)):
         literal_value(literal)
     assert read_alone(f"[write_file(content={literal})]") == ([], False)
@@ -391,13 +396,13 @@ MANY = "".join(f", c{k}='z'" for k in range(40))
     ids=["adjacent", "adjacent-lines", "comment", "continuation", "prefix", "bytes", "f-string", "unterminated",
          "unterminated-triple", "many-literals"],
 )  # fmt: skip
-def test_text_whose_strings_the_tokenizer_may_see_otherwise_is_left_whole(body, calls):
+def test_text_whose_strings_the_tokenizer_may_see_otherwise_is_left_whole(impl, body, calls):
     with mock.patch.object(pythonic, "_LONG_STRING", 1):
         assert pythonic._Strings.cut(body).values == {}
         assert pairs(pythonic_list("", body, CTX)) == calls
 
 
-def test_a_string_that_looks_like_a_placeholder_is_read_as_written():
+def test_a_string_that_looks_like_a_placeholder_is_read_as_written(impl):
     long = "x" * 5000
     body = f"[f(a='_textcalls_string_0', b='{long}', c={{'_textcalls_string_0': 1}})]"
     assert pythonic._Strings.cut(body).values == {"_textcalls_string_0": long}
@@ -487,23 +492,112 @@ plain_call_body = call_bodies(st.just(""), st.sampled_from("'\""), st.just(", ")
 @given(body=call_body | plain_call_body)
 def test_cutting_long_strings_changes_no_answer(body):
     """Every plain single-quoted string cut (LONG_STRING 1): the calls, arguments and malformed/None answers are
-    those of ``ast.parse`` reading the whole text."""
-    with mock.patch.object(pythonic, "_LONG_STRING", 1):
-        assert as_read(pythonic._parse_calls(body)) == as_read(pythonic._parse_calls(body, cut=False))
-        assert as_read(pythonic._parse_statements(body)) == as_read(pythonic._parse_statements(body, cut=False))
+    those of ``ast.parse`` reading the whole text, on both implementations."""
+    for impl in BOTH:
+        with mock.patch.object(_scan, "impl", impl), mock.patch.object(pythonic, "_LONG_STRING", 1):
+            assert as_read(pythonic._parse_calls(body)) == as_read(pythonic._parse_calls(body, cut=False))
+            assert as_read(pythonic._parse_statements(body)) == as_read(pythonic._parse_statements(body, cut=False))
 
 
 @settings(max_examples=600, deadline=None)
 @given(quote=st.sampled_from("'\""), string=string_body, after=st.sampled_from(["", ")", "'", 'x"']))
 def test_a_single_quoted_string_ends_and_reads_as_python_reads_it(quote, string, after):
     """Where ``_single_quoted`` ends a literal, the node count's pattern and the parser end it there too; the value
-    it decodes is the parser's."""
+    it decodes is the parser's; the same on both implementations."""
     text = quote + string + quote + after
     assume("\r" not in text and "\x00" not in text and not text.startswith(quote * 3))  # checked by the caller
-    with mock.patch.object(pythonic, "_LONG_STRING", 1):
-        found = pythonic._single_quoted(text, 0, quote)
-    if found is not None:
-        end, value = found
+    answers = []
+    for impl in BOTH:
+        with mock.patch.object(_scan, "impl", impl), mock.patch.object(pythonic, "_LONG_STRING", 1):
+            answers.append(pythonic._single_quoted(text, 0, quote))
+    assert answers[0] == answers[-1]
+    if answers[0] is not None:
+        end, value = answers[0]
         assert pythonic._STRING_LITERAL.match(text).end() == end
         if value is not None:
             assert literal_value(text[:end]) == value
+
+
+# --- simple_literal: the one-pass reader of most literals (both implementations) -------------------------------
+
+SIMPLE = [  # (text, the quote's index, (end, value) by Python's rules, or None: not simple)
+    ("'ab'", 0, (4, "ab")),
+    ("x='ab', y", 2, (6, "ab")),
+    ('"it\'s"', 0, (6, "it's")),
+    ("'say \\\"hi\\\"'", 0, (12, 'say "hi"')),
+    ("'a\\'b'", 0, (6, "a'b")),
+    ("'\\\\'", 0, (4, "\\")),
+    ("'\\n\\t\\r\\a\\b\\f\\v'", 0, (16, "\n\t\r\a\b\f\v")),
+    ("'\\d \\8 \\q'", 0, (10, "\\d \\8 \\q")),  # no escape: the backslash is kept
+    ("'a\tb\x0cc'", 0, (7, "a\tb\x0cc")),  # control characters other than NUL, LF and CR, as written
+    ("'Grüße 東京 \U0001f600'", 0, (12, "Grüße 東京 \U0001f600")),
+    ("'é\\n'", 0, (5, "é\n")),
+    ("''", 0, (2, "")),
+    ("'a\"b'", 0, (5, 'a"b')),  # the other quote, as written
+    ("'\\x41'", 0, None),  # escapes left to the caller: hex, octal, \u, \U, \N
+    ("'\\101'", 0, None),
+    ("'\\0'", 0, None),
+    ("'\\u00e9'", 0, None),
+    ("'\\U0001F600'", 0, None),
+    ("'\\N{BULLET}'", 0, None),
+    ("'\\é'", 0, None),  # a backslash before a non-ASCII character
+    ("'a\\\nb'", 0, None),  # a line continuation
+    ("'a\nb'", 0, None),
+    ("'a\rb'", 0, None),
+    ("'a\x00b'", 0, None),
+    ("'a\ud800b'", 0, None),  # a lone surrogate: the parser cannot read the text
+    ("'ab", 0, None),
+    ("'ab\\'", 0, None),  # the quote is escaped: the literal does not end
+    ("'ab\\", 0, None),
+]
+
+
+@pytest.mark.parametrize(("text", "start", "read"), SIMPLE, ids=[repr(text) for text, _, _ in SIMPLE])
+def test_simple_literal_reads_what_python_reads(impl, text, start, read):
+    assert impl.simple_literal(text, start, 0) == read
+    if read is not None:
+        end, value = read
+        assert literal_value(text[start:end]) == value
+        assert impl.simple_literal(text, start, end - start - 2) == read  # the body is that long: decoded
+        assert impl.simple_literal(text, start, end - start - 1) == (end, None)  # one more: only its end
+
+
+@pytest.mark.parametrize("first", ["", "é", "\u4e2d", "\U0001f600"])  # ASCII, 1-byte, 2-byte and 4-byte text
+@pytest.mark.parametrize("escape", ["\\n", "\\\\", "\\'", "\\d"])
+def test_simple_literal_of_escapes_only(impl, first, escape):
+    """A body that shrinks as it is decoded: the value is shorter than the text still to read, down to its last
+    16 bytes (where block stores would pass the value's end)."""
+    for count in range(40):
+        text = "'" + first + escape * count + "'"
+        assert impl.simple_literal(text, 0, 0) == (len(text), literal_value(text))
+
+
+def test_simple_literal_bad_arguments(impl):
+    with pytest.raises(TypeError):
+        impl.simple_literal(b"'a'", 0, 0)
+    for start in (-1, 3, 1):  # out of the text, past it, not at a quote
+        with pytest.raises(ValueError, match="index of a quote"):
+            impl.simple_literal("'a'", start, 0)
+
+
+SIMPLE_PIECES = [
+    "a", "é", "\u2222", "\U0001f600", "\t", "'", '"', "\\", "\\n", "\\'", '\\"', "\\\\", "\\d", "\\x41",
+    "\\0", "\\u00e9", "\\é", "\n", "\r", "\x00", "\ud800", "x" * 17, "\u4e2d" * 9,
+]  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    quote=st.sampled_from("'\""),
+    body=st.lists(st.sampled_from(SIMPLE_PIECES), max_size=14).map("".join),
+    after=st.sampled_from(["", "'", ")", 'x"']),
+)
+def test_simple_literal_agrees_with_the_twin_and_with_python(quote, body, after):
+    """Runs long enough to be read 16 bytes at a time (and 2-byte text) among escapes and stops: both
+    implementations give the same answer, and a value is the parser's."""
+    text = "f(a=" + quote + body + after
+    read = [impl.simple_literal(text, 4, 0) for impl in BOTH]
+    assert read[0] == read[-1]
+    if read[0] is not None:
+        end, value = read[0]
+        assert literal_value(text[4:end]) == value

@@ -228,8 +228,41 @@ def test_a_stop_anywhere_in_a_run(impl, filler):
         assert impl.json_string(value) == json.encoder.encode_basestring(value)
 
 
+@pytest.mark.parametrize("filler", FILLERS)
+def test_string_arguments_are_written_at_once(impl, filler):
+    """``string_object`` (and ``json_string``) write a string a block at a time while the output has 16 bytes of
+    room: an escape at every place of the last blocks, keys and values of other kinds in the same object."""
+    for before in range(34):
+        for stop in ['"', "\\", "\n", "\x01", "\x1f", ""]:
+            value = filler * before + stop + filler * 3
+            assert impl.json_string(value) == json.encoder.encode_basestring(value)
+            for args in ({"k": value}, {value: "a", "b": value}, {"path": "a.py", "content": value, "é": "\U0001f600"}):
+                assert impl.string_object(args) == json.dumps(args, ensure_ascii=False), (before, stop)
+
+
+def test_string_object_is_none_for_other_arguments(impl):
+    class Text(str):
+        pass
+
+    class Args(dict):
+        pass
+
+    for args in ({"a": 1}, {"a": None}, {"a": ["x"]}, {"a": Text("x")}, {Text("a"): "x"}, Args(a="x"), [("a", "x")]):
+        assert impl.string_object(args) is None
+    assert impl.string_object({}) == "{}"
+
+
+@SETTINGS
+@given(st.dictionaries(st.text(max_size=40), st.text(max_size=60), max_size=4))
+def test_string_object_is_json_dumps_on_both_implementations(args):
+    for impl in (_scan_py, _scan_c):
+        if impl is not None:
+            assert impl.string_object(args) == json.dumps(args, ensure_ascii=False)
+
+
 # A block's body outside JSON strings is also read a block at a time (16 bytes with SSE2) up to a character the
-# lexer must look at: the closer and any other literal's first character, quotes, backslashes and brackets.
+# lexer must look at: the closer and any other literal's first character, the quote and brackets (a backslash
+# outside a string is none).
 # Values of XML calls with one such character after a run of each length, the closer after it.
 @pytest.mark.parametrize("filler", FILLERS)
 def test_a_lexer_stop_anywhere_in_a_body_run(impl, filler):

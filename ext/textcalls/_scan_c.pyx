@@ -12,7 +12,7 @@ from json import loads as json_loads
 from types import MemberDescriptorType
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.dict cimport PyDict_GetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_New
 from libc.stdint cimport uint32_t
@@ -34,6 +34,8 @@ __all__ = [
     "StreamScrubber", "array_calls", "deepseek_call", "hermes_call", "hold_from", "json_string", "may_contain_markup",
     "plain_object", "repair",
     "scan_whole",
+    "simple_literal",
+    "string_object",
     "TABLE_LIMITS",
 ]
 
@@ -56,6 +58,7 @@ cdef extern from "Python.h":
     bint PyUnicode_CheckExact(object) noexcept
     bint PyUnicode_IS_ASCII(object) noexcept
     object PyUnicode_FromObject(object)
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
     int PyUnicode_1BYTE_KIND
 
 
@@ -160,18 +163,19 @@ cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize
 
 cdef extern from *:
     """
-    /* _stop_run: the first index from i of a quote, a backslash or a control character in a str's 1- or
-       2-byte code units, as far as whole blocks reach (16 bytes with SSE2, 8 without); or where the next
-       block would pass n. No such character lies between i and the answer: the caller's loop goes on from
-       there. 4-byte text: i. */
+    /* _stop_run: the first index from i of the quote (an ASCII character: '"' in JSON), a backslash or a
+       control character in a str's 1- or 2-byte code units, as far as whole blocks reach (16 bytes with
+       SSE2, 8 without); or where the next block would pass n. No such character lies between i and the
+       answer: the caller's loop goes on from there. 4-byte text: i. */
     #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TEXTCALLS_NO_SSE2)
     #include <emmintrin.h>
     #define STOP_RUN_BYTES 16
-    static CYTHON_INLINE Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
+    static CYTHON_INLINE Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n,
+                                              unsigned int quote) {
         const char* p = (const char*)d;
         int mask;
         if (kind == 1) {
-            const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), c = _mm_set1_epi8(0x1F);
+            const __m128i q = _mm_set1_epi8((char)quote), b = _mm_set1_epi8(0x5C), c = _mm_set1_epi8(0x1F);
             const __m128i z = _mm_setzero_si128();
             for (; i + 16 <= n; i += 16) {
                 __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
@@ -182,7 +186,7 @@ cdef extern from *:
                     return i + __builtin_ctz((unsigned)mask);
             }
         } else if (kind == 2) {
-            const __m128i q = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C), c = _mm_set1_epi16(0x1F);
+            const __m128i q = _mm_set1_epi16((short)quote), b = _mm_set1_epi16(0x5C), c = _mm_set1_epi16(0x1F);
             const __m128i z = _mm_setzero_si128();
             for (; i + 8 <= n; i += 8) {
                 __m128i x = _mm_loadu_si128((const __m128i*)(p + 2 * i));
@@ -250,6 +254,149 @@ cdef extern from *:
         }
         return size;
     }
+    /* JSON-escapes d[0:n) (1- or 2-byte text) into o, of the same kind, from index *k: each 16-byte block is
+       stored whole, then the position moves past its plain run and an escape is written (a store that goes
+       past the run is overwritten by what follows, so it must stay inside the output: blocks are written
+       while 16 bytes of room are left before room). Returns how many characters of d it wrote; *k moves. */
+    static Py_ssize_t _escape_blocks(int kind, const void* d, Py_ssize_t n, void* o, Py_ssize_t* k,
+                                     Py_ssize_t room, const unsigned char* escapes) {
+        static const char hex[] = "0123456789abcdef";
+        Py_ssize_t i = 0, j = *k;
+        unsigned int mask, c, e;
+        const __m128i z = _mm_setzero_si128();
+        if (kind == 1) {
+            const unsigned char* p = (const unsigned char*)d;
+            unsigned char* w = (unsigned char*)o;
+            const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), lo = _mm_set1_epi8(0x1F);
+            while (i + 16 <= n && j + 16 <= room) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                _mm_storeu_si128((__m128i*)(w + j), x);
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+                                 _mm_cmpeq_epi8(_mm_subs_epu8(x, lo), z)));
+                if (!mask) {
+                    i += 16;
+                    j += 16;
+                    continue;
+                }
+                c = (unsigned)__builtin_ctz(mask);
+                i += c;
+                j += c;
+                c = p[i++];
+                e = escapes[c];
+                w[j] = 0x5C;
+                w[j + 1] = (unsigned char)e;
+                if (e == 0x75) {  /* u00XX */
+                    w[j + 2] = 0x30;
+                    w[j + 3] = 0x30;
+                    w[j + 4] = (unsigned char)hex[c >> 4];
+                    w[j + 5] = (unsigned char)hex[c & 15];
+                    j += 6;
+                } else {
+                    j += 2;
+                }
+            }
+        } else if (kind == 2) {
+            const Py_UCS2* p = (const Py_UCS2*)d;
+            Py_UCS2* w = (Py_UCS2*)o;
+            const __m128i q = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C), lo = _mm_set1_epi16(0x1F);
+            while (i + 8 <= n && j + 8 <= room) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                _mm_storeu_si128((__m128i*)(w + j), x);
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, b)),
+                                 _mm_cmpeq_epi16(_mm_subs_epu16(x, lo), z)));
+                if (!mask) {
+                    i += 8;
+                    j += 8;
+                    continue;
+                }
+                c = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
+                i += c;
+                j += c;
+                c = p[i++];
+                e = escapes[c];
+                w[j] = 0x5C;
+                w[j + 1] = (Py_UCS2)e;
+                if (e == 0x75) {
+                    w[j + 2] = 0x30;
+                    w[j + 3] = 0x30;
+                    w[j + 4] = (Py_UCS2)hex[c >> 4];
+                    w[j + 5] = (Py_UCS2)hex[c & 15];
+                    j += 6;
+                } else {
+                    j += 2;
+                }
+            }
+        }
+        *k = j;
+        return i;
+    }
+    /* Decodes the escapes of a simple Python literal's body d[i:end) (1- or 2-byte text, checked: no lone
+       backslash at its end) into o, of the same kind, from index *k, as _escape_blocks writes: blocks
+       stored whole, then past the run to a backslash; escape[c] == 1: one character, escaped[c]; else the
+       backslash is kept. Returns where it stopped in d; *k moves. */
+    static Py_ssize_t _unescape_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
+                                       Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
+                                       const unsigned char* escaped) {
+        Py_ssize_t j = *k;
+        unsigned int mask, e;
+        if (kind == 1) {
+            const unsigned char* p = (const unsigned char*)d;
+            unsigned char* w = (unsigned char*)o;
+            const __m128i b = _mm_set1_epi8(0x5C);
+            while (i + 16 <= end && j + 16 <= room) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                _mm_storeu_si128((__m128i*)(w + j), x);
+                mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, b));
+                if (!mask) {
+                    i += 16;
+                    j += 16;
+                    continue;
+                }
+                e = (unsigned)__builtin_ctz(mask);
+                i += e;
+                j += e;
+                e = p[i + 1];
+                if (escape[e] == 1) {
+                    w[j++] = escaped[e];
+                } else {
+                    w[j] = 0x5C;
+                    w[j + 1] = (unsigned char)e;
+                    j += 2;
+                }
+                i += 2;
+            }
+        } else if (kind == 2) {
+            const Py_UCS2* p = (const Py_UCS2*)d;
+            Py_UCS2* w = (Py_UCS2*)o;
+            const __m128i b = _mm_set1_epi16(0x5C);
+            while (i + 8 <= end && j + 8 <= room) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                _mm_storeu_si128((__m128i*)(w + j), x);
+                mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(x, b));
+                if (!mask) {
+                    i += 8;
+                    j += 8;
+                    continue;
+                }
+                e = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
+                i += e;
+                j += e;
+                e = p[i + 1];  /* ASCII: checked */
+                if (escape[e] == 1) {
+                    w[j++] = escaped[e];
+                } else {
+                    w[j] = 0x5C;
+                    w[j + 1] = (Py_UCS2)e;
+                    j += 2;
+                }
+                i += 2;
+            }
+        }
+        *k = j;
+        return i;
+    }
     /* The first index from i of a code unit among 8 characters, as far as whole 16-byte blocks reach before
        end; 1- and 2-byte text. vecs: 8 blocks of 16 bytes, each one character in the text's kind (a block
        loaded is cheaper than one made from a character at each call). */
@@ -288,7 +435,8 @@ cdef extern from *:
        (y - 0x01..) & ~y; a borrow sets top bits only above such a byte, so "some byte" is exact in any
        byte order. The block that has one is left to the caller. */
     #define STOP_RUN_BYTES 8
-    static CYTHON_INLINE Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) {
+    static CYTHON_INLINE Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n,
+                                              unsigned int quote) {
         uint64_t x, q, b, ones, tops;
         Py_ssize_t per;
         if (kind == 1) {
@@ -300,7 +448,7 @@ cdef extern from *:
         }
         for (; i + per <= n; i += per) {
             memcpy(&x, (const char*)d + i * kind, 8);
-            q = x ^ (0x22 * ones);
+            q = x ^ (quote * ones);
             b = x ^ (0x5C * ones);
             if ((((x - 0x20 * ones) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & tops)
                 break;
@@ -310,14 +458,28 @@ cdef extern from *:
     static Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) {
         return -1;  /* the caller counts */
     }
+    static Py_ssize_t _escape_blocks(int kind, const void* d, Py_ssize_t n, void* o, Py_ssize_t* k,
+                                     Py_ssize_t room, const unsigned char* escapes) {
+        return 0;  /* the caller writes it all */
+    }
+    static Py_ssize_t _unescape_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
+                                       Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
+                                       const unsigned char* escaped) {
+        return i;  /* the caller decodes it all */
+    }
     static CYTHON_INLINE Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
                                                 const unsigned char* vecs) {
         return i;  /* the caller reads on */
     }
     #endif
     """
-    Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+    Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n, unsigned int quote) noexcept nogil
     Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) noexcept nogil
+    Py_ssize_t _escape_blocks(int kind, const void* d, Py_ssize_t n, void* o, Py_ssize_t* k,
+                              Py_ssize_t room, const unsigned char* escapes) noexcept nogil
+    Py_ssize_t _unescape_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o, Py_ssize_t* k,
+                                Py_ssize_t room, const unsigned char* escape,
+                                const unsigned char* escaped) noexcept nogil
     Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
                            const unsigned char* vecs) noexcept nogil
     int STOP_RUN_BYTES
@@ -840,7 +1002,7 @@ cdef inline bint _digit_k(const uchar* d, Py_ssize_t n, Py_ssize_t i) noexcept n
 cdef inline Py_ssize_t _run_k(const uchar* d, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
     """The first index from ``i`` of a quote, a backslash or a control character (``n`` if none): whole
     blocks by ``_stop_run``, then one code unit at a time."""
-    i = _stop_run(sizeof(uchar), d, i, n)
+    i = _stop_run(sizeof(uchar), d, i, n, 0x22)
     while i < n and d[i] >= 0x20 and d[i] != 0x22 and d[i] != 0x5C:
         i += 1
     return i
@@ -1496,17 +1658,13 @@ for _c, _e in zip('"\\\b\f\n\r\t', '"\\bfnrt'):
 cdef const char* LOWER_HEX = b"0123456789abcdef"
 
 
-def json_string(str s not None):
-    """``json.encoder.encode_basestring(s)``: ``s`` written as a JSON string, in quotes, with ``"``, ``\\``
-    and the control characters escaped as json escapes them (``\\n``, ``\\u001f``); every other character as
-    it is (lone surrogates too)."""
+cdef Py_ssize_t _json_size(str s):
+    """The length of ``s`` written as a JSON string (``json_string``), quotes included."""
     cdef int kind = PyUnicode_KIND(s)
     cdef const void* d = PyUnicode_DATA(s)
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0, j, k = 1, run
-    cdef unsigned int c  # (not Py_UCS4: Cython reads that as a character)
-    cdef unsigned char e
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0
     cdef Py_ssize_t size = _escaped_size(kind, d, n, JSON_ESCAPES)
-    if size < 0:  # (4-byte text, or no SSE2) the size: each escape adds 1, or 5 for \u00XX
+    if size < 0:  # (4-byte text, or no SSE2) each escape adds 1, or 5 for \u00XX
         size = n + 2
         while True:
             i = _string_run(kind, d, n, i)
@@ -1514,32 +1672,226 @@ def json_string(str s not None):
                 break
             size += 5 if JSON_ESCAPES[PyUnicode_READ(kind, d, i)] == 0x75 else 1
             i += 1
-    cdef str out = PyUnicode_New(size, PyUnicode_MAX_CHAR_VALUE(s))  # s's kind; filled here before it is seen
-    cdef void* o = <void*>PyUnicode_DATA(out)  # (a new string: written here before it is seen)
-    PyUnicode_WRITE(kind, o, 0, 0x22)
-    i = 0
+    return size
+
+
+cdef Py_ssize_t _json_write(str s, int okind, void* o, Py_ssize_t k, Py_ssize_t room):
+    """Write ``s`` as a JSON string (``json_string``) into ``o`` (of ``okind``, no narrower than ``s``'s
+    kind, with room for ``_json_size(s)`` characters) from index ``k``; the index after it. ``o`` has
+    ``room`` characters, all written after this but for those before ``k``."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef const void* d = PyUnicode_DATA(s)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0, j, t
+    cdef unsigned int c  # (not Py_UCS4: Cython reads that as a character)
+    cdef unsigned char e
+    PyUnicode_WRITE(okind, o, k, 0x22)
+    k += 1
+    if okind == kind:
+        i = _escape_blocks(kind, d, n, o, &k, room, JSON_ESCAPES)
     while i < n:
         j = _string_run(kind, d, n, i)
-        run = j - i
-        memcpy(<char*>o + k * kind, <const char*>d + i * kind, run * kind)
-        k += run
+        if okind == kind:
+            memcpy(<char*>o + k * kind, <const char*>d + i * kind, (j - i) * kind)
+        else:  # a narrower string among wider ones (string_object)
+            for t in range(j - i):
+                PyUnicode_WRITE(okind, o, k + t, PyUnicode_READ(kind, d, i + t))
+        k += j - i
         if j >= n:
             break
         c = PyUnicode_READ(kind, d, j)
         e = JSON_ESCAPES[c]
-        PyUnicode_WRITE(kind, o, k, 0x5C)
-        PyUnicode_WRITE(kind, o, k + 1, e)
+        PyUnicode_WRITE(okind, o, k, 0x5C)
+        PyUnicode_WRITE(okind, o, k + 1, e)
         if e == 0x75:  # u00XX
-            PyUnicode_WRITE(kind, o, k + 2, 0x30)
-            PyUnicode_WRITE(kind, o, k + 3, 0x30)
-            PyUnicode_WRITE(kind, o, k + 4, LOWER_HEX[c >> 4])
-            PyUnicode_WRITE(kind, o, k + 5, LOWER_HEX[c & 15])
+            PyUnicode_WRITE(okind, o, k + 2, 0x30)
+            PyUnicode_WRITE(okind, o, k + 3, 0x30)
+            PyUnicode_WRITE(okind, o, k + 4, LOWER_HEX[c >> 4])
+            PyUnicode_WRITE(okind, o, k + 5, LOWER_HEX[c & 15])
             k += 6
         else:
             k += 2
         i = j + 1
-    PyUnicode_WRITE(kind, o, k, 0x22)
+    PyUnicode_WRITE(okind, o, k, 0x22)
+    return k + 1
+
+
+def json_string(str s not None):
+    """``json.encoder.encode_basestring(s)``: ``s`` written as a JSON string, in quotes, with ``"``, ``\\``
+    and the control characters escaped as json escapes them (``\\n``, ``\\u001f``); every other character as
+    it is (lone surrogates too)."""
+    cdef str out = PyUnicode_New(_json_size(s), PyUnicode_MAX_CHAR_VALUE(s))  # filled here before it is seen
+    _json_write(s, PyUnicode_KIND(s), <void*>PyUnicode_DATA(out), 0, PyUnicode_GET_LENGTH(out))
     return out
+
+
+def string_object(args):
+    """``json.dumps(args, ensure_ascii=False)`` when ``args`` is a ``dict`` whose keys and values are all
+    ``str`` (not a subclass), written at once; else ``None``."""
+    cdef Py_ssize_t pos = 0, size = 2, k = 1, items = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef Py_UCS4 widest = 127
+    cdef int okind
+    cdef void* o
+    if type(args) is not dict:
+        return None
+    while PyDict_Next(args, &pos, &key, &value):
+        if not (PyUnicode_CheckExact(<object>key) and PyUnicode_CheckExact(<object>value)):
+            return None
+        size += _json_size(<str>key) + _json_size(<str>value) + 2  # and ": "
+        widest = max(widest, PyUnicode_MAX_CHAR_VALUE(<object>key), PyUnicode_MAX_CHAR_VALUE(<object>value))
+        items += 1
+    if items > 1:
+        size += 2 * (items - 1)  # ", " between
+    cdef str out = PyUnicode_New(size, widest)  # filled here before it is seen
+    okind = PyUnicode_KIND(out)
+    o = <void*>PyUnicode_DATA(out)
+    PyUnicode_WRITE(okind, o, 0, 0x7B)
+    pos = 0
+    while PyDict_Next(args, &pos, &key, &value):
+        if k > 1:
+            PyUnicode_WRITE(okind, o, k, 0x2C)
+            PyUnicode_WRITE(okind, o, k + 1, 0x20)
+            k += 2
+        k = _json_write(<str>key, okind, o, k, size)
+        PyUnicode_WRITE(okind, o, k, 0x3A)
+        PyUnicode_WRITE(okind, o, k + 1, 0x20)
+        k = _json_write(<str>value, okind, o, k + 2, size)
+    PyUnicode_WRITE(okind, o, k, 0x7D)
+    return out
+
+
+# -- a Python string literal read where it is written (the pythonic grammars' long strings) --------------
+
+# a backslash before an ASCII character in a Python str literal: 1, an escape of one character (then
+# PY_ESCAPED is what it stands for); 2, an escape simple_literal leaves to its caller (\x, \u, \U, \N, octal)
+# or no part of a one-line literal (a NUL, LF or CR after it); 0, no escape: the backslash is kept
+cdef unsigned char PY_ESCAPE[128]
+cdef unsigned char PY_ESCAPED[128]
+for _c in range(128):
+    PY_ESCAPE[_c] = 0
+    PY_ESCAPED[_c] = 0
+for _c, _e in zip("\\'\"abfnrtv", "\\'\"\a\b\f\n\r\t\v"):
+    PY_ESCAPE[ord(_c)] = 1
+    PY_ESCAPED[ord(_c)] = ord(_e)
+for _c in "xuUN01234567\x00\n\r":
+    PY_ESCAPE[ord(_c)] = 2
+
+
+cdef Py_ssize_t _literal_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t quote,
+                           Py_ssize_t* size) noexcept nogil:
+    """The index of the quote that closes a simple literal whose body starts at ``i`` (``simple_literal``), or
+    -1; ``size`` receives the length of its value."""
+    cdef Py_ssize_t lo = i, dropped = 0, k
+    cdef uint32_t c, surrogates = 0
+    while True:
+        i = _stop_run(sizeof(uchar), d, i, n, quote)
+        while i < n and d[i] >= 0x20 and d[i] != quote and d[i] != 0x5C:
+            i += 1
+        if i >= n:
+            return -1
+        c = d[i]
+        if c == quote:
+            break
+        if c == 0x5C:
+            if i + 1 >= n or d[i + 1] >= 128 or PY_ESCAPE[d[i + 1]] == 2:
+                return -1
+            dropped += PY_ESCAPE[d[i + 1]]
+            i += 2
+        elif c == 0 or c == 0x0A or c == 0x0D:
+            return -1
+        else:  # another control character: written as it is
+            i += 1
+    if uchar is not Py_UCS1:  # a lone surrogate: the parser cannot read the text
+        for k in range(lo, i):
+            surrogates |= 0xD800 <= d[k] <= 0xDFFF
+        if surrogates:
+            return -1
+    size[0] = i - lo - dropped
+    return i
+
+
+cdef void _unescape_k(const uchar* d, Py_ssize_t i, Py_ssize_t end, uchar* out, Py_ssize_t size) noexcept nogil:
+    """Write the value of a simple literal's body ``d[i:end]`` (``_literal_k`` read it: ``size`` characters)
+    to ``out``: block by block (``_unescape_blocks``), then run by run."""
+    cdef Py_ssize_t j, k = 0
+    cdef uint32_t e
+    if uchar is not uint32_t:
+        i = _unescape_blocks(sizeof(uchar), d, i, end, out, &k, size, PY_ESCAPE, PY_ESCAPED)
+    out += k
+    while True:
+        j = i
+        while True:  # the next backslash: stop by stop (a quote or a control character may come first)
+            j = _stop_run(sizeof(uchar), d, j, end, 0x5C)
+            while j < end and d[j] >= 0x20 and d[j] != 0x5C:
+                j += 1
+            if j >= end or d[j] == 0x5C:
+                break
+            j += 1
+        memcpy(out, d + i, (j - i) * sizeof(uchar))
+        out += j - i
+        if j >= end:
+            return
+        e = d[j + 1]
+        if PY_ESCAPE[e] == 1:
+            out[0] = PY_ESCAPED[e]
+            out += 1
+        else:
+            out[0] = 0x5C
+            out[1] = e
+            out += 2
+        i = j + 2
+
+
+cdef object _literal_value(int kind, const void* d, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t size, bint ascii):
+    """The value of a simple literal's body ``[lo, hi)`` of ``size`` characters: an ASCII text's written in
+    place; any other's in a buffer of the text's kind, made a ``str`` of the narrowest kind by CPython."""
+    cdef str out
+    cdef void* buffer
+    if ascii:
+        out = PyUnicode_New(size, 127)
+        _unescape_k(<const Py_UCS1*>d, lo, hi, <Py_UCS1*>PyUnicode_DATA(out), size)  # (new: filled before it is seen)
+        return out
+    buffer = PyMem_Malloc(max(size, 1) * kind)
+    if buffer == NULL:
+        raise MemoryError()
+    try:
+        if kind == 1:
+            _unescape_k(<const Py_UCS1*>d, lo, hi, <Py_UCS1*>buffer, size)
+        elif kind == 2:
+            _unescape_k(<const Py_UCS2*>d, lo, hi, <Py_UCS2*>buffer, size)
+        else:
+            _unescape_k(<const uint32_t*>d, lo, hi, <uint32_t*>buffer, size)
+        return PyUnicode_FromKindAndData(kind, buffer, size)
+    finally:
+        PyMem_Free(buffer)
+
+
+def simple_literal(str text not None, Py_ssize_t start, Py_ssize_t decode_from):
+    """``(end, value)`` of the Python string literal whose quote (``'`` or ``"``) is at ``start``, when it
+    is simple: it ends on its line, has no NUL, CR or lone surrogate, and its only backslashes are the
+    escapes ``\\\\ \\' \\" \\a \\b \\f \\n \\r \\t \\v`` or ones Python keeps (before another ASCII
+    character, not one of ``x u U N 0-7``). ``end`` is the index after its closing quote; ``value`` the
+    string Python's parser makes of it when its body is ``decode_from`` characters or more, else ``None``.
+    ``None`` for any other literal (its reader is the caller's)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), close, size = 0
+    if not 0 <= start < n or PyUnicode_READ(kind, d, start) not in (0x22, 0x27):
+        raise ValueError(f"simple_literal() expects the index of a quote in the text, not {start}")
+    if kind == 1:
+        close = _literal_k(<const Py_UCS1*>d, n, start + 1, PyUnicode_READ(kind, d, start), &size)
+    elif kind == 2:
+        close = _literal_k(<const Py_UCS2*>d, n, start + 1, PyUnicode_READ(kind, d, start), &size)
+    else:
+        close = _literal_k(<const uint32_t*>d, n, start + 1, PyUnicode_READ(kind, d, start), &size)
+    if close < 0:
+        return None
+    if close - start - 1 < decode_from:
+        return close + 1, None
+    if size == close - start - 1:  # no escape read: the body as it is
+        return close + 1, _slice(text, start + 1, close)
+    return close + 1, _literal_value(kind, d, start + 1, close, size, PyUnicode_IS_ASCII(text))
 
 
 # -- relaxed JSON: the repairs, token by token over the buffer (relaxed_json.repair is the twin) ---------

@@ -7,9 +7,11 @@ tests cross-check the two.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import threading
+import warnings
 from collections.abc import Iterable
 from json.decoder import scanstring  # type: ignore[attr-defined]  # json's C scanner, not in typeshed
 from json.encoder import encode_basestring
@@ -43,6 +45,8 @@ __all__ = [
     "plain_object",
     "repair",
     "scan_whole",
+    "simple_literal",
+    "string_object",
 ]
 
 # what the scrubber holds at a message's start or end (``_holding``), as in the Cython scanner's Holding
@@ -63,6 +67,55 @@ def json_string(s: str) -> str:
     if not isinstance(s, str):
         raise TypeError(f"json_string() expects str, not {type(s).__name__}")
     return encode_basestring(s)
+
+
+def string_object(args: object) -> str | None:
+    """``json.dumps(args, ensure_ascii=False)`` when ``args`` is a ``dict`` whose keys and values are all
+    ``str`` (not a subclass), written at once; else ``None``."""
+    if type(args) is not dict or not all(type(k) is str and type(v) is str for k, v in args.items()):
+        return None
+    return json.dumps(args, ensure_ascii=False)
+
+
+def _simple_literal(quote: str) -> re.Pattern[str]:
+    """A simple Python string literal in ``quote`` (``simple_literal``), its body a group: plain characters
+    (not the quote, a backslash, NUL, LF or CR) and a backslash before any ASCII character but ``x u U N 0-7``,
+    NUL, LF and CR."""
+    plain = rf"[^{quote}\\\x00\n\r]"
+    escape = r"\\[^\x00\n\rxuUN0-7\x80-\U0010ffff]"
+    return re.compile(rf"{quote}({plain}*(?:{escape}{plain}*)*){quote}")
+
+
+_SIMPLE_LITERAL = {quote: _simple_literal(quote) for quote in "'\""}
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def simple_literal(text: str, start: int, decode_from: int) -> tuple[int, str | None] | None:
+    """``(end, value)`` of the Python string literal whose quote (``'`` or ``"``) is at ``start``, when it
+    is simple: it ends on its line, has no NUL, CR or lone surrogate, and its only backslashes are the
+    escapes ``\\\\ \\' \\" \\a \\b \\f \\n \\r \\t \\v`` or ones Python keeps (before another ASCII
+    character, not one of ``x u U N 0-7``). ``end`` is the index after its closing quote; ``value`` the
+    string Python's parser makes of it when its body is ``decode_from`` characters or more, else ``None``.
+    ``None`` for any other literal (its reader is the caller's)."""
+    if not isinstance(text, str):
+        raise TypeError(f"simple_literal() expects str, not {type(text).__name__}")
+    if not 0 <= start < len(text) or text[start] not in "'\"":
+        raise ValueError(f"simple_literal() expects the index of a quote in the text, not {start}")
+    literal = _SIMPLE_LITERAL[text[start]].match(text, start)
+    if literal is None:
+        return None
+    body = literal[1]
+    if not body.isascii() and _SURROGATE.search(body):  # the parser cannot read the text
+        return None
+    if len(body) < decode_from:
+        return literal.end(), None
+    if "\\" not in body:
+        return literal.end(), body
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # a kept backslash ("\\d") is an invalid escape
+        if body.isascii():  # the bytes decoder reads these escapes as the str one does, faster
+            return literal.end(), codecs.escape_decode(body)[0].decode("latin-1")
+        return literal.end(), body.encode("ascii", "backslashreplace").decode("unicode_escape")
 
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int:

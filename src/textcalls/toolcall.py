@@ -127,10 +127,12 @@ def make_call(name: object, args: object, call_id: str | None = None) -> ToolCal
     """
     if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
         return None
-    try:
-        arguments = ARGUMENTS_ENCODER.encode(args)
-    except (ValueError, RecursionError):
-        return None
+    arguments = _scan.impl.string_object(args)  # string arguments, the most common, written at once
+    if arguments is None:
+        try:
+            arguments = ARGUMENTS_ENCODER.encode(args)
+        except (ValueError, RecursionError):
+            return None
     if call_id is None:
         return ToolCall(name.strip(), arguments)
     return ToolCall(name.strip(), arguments, id=call_id)

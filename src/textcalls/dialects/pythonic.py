@@ -17,7 +17,6 @@ text is kept. No grammar raises for a ``str``.
 from __future__ import annotations
 
 import ast
-import codecs
 import dataclasses
 import io
 import itertools
@@ -27,6 +26,7 @@ import tokenize
 import warnings
 from typing import Any
 
+from .. import _scan
 from ..toolcall import ToolCall, make_call
 from .context import Context
 from .jsonlike import json_calls, too_many_nodes
@@ -235,8 +235,6 @@ _LONG_STRING = 2048
 _WALK_MAX = 32
 #: A long string's stand-in: ``'_textcalls_string_0'``, ``'_textcalls_string_1'``, …
 _PLACEHOLDER = "_textcalls_string_"
-#: A quote not right after a backslash: the end of a literal in which no backslash is escaped.
-_AFTER_NO_BACKSLASH = {quote: re.compile(quote + r"(?<!\\" + quote + ")") for quote in "'\""}
 #: A quote not right after a lone backslash: after none, or after a run of two or more (whose length decides
 #: whether it is escaped).
 _AFTER_NO_LONE_BACKSLASH = {quote: re.compile(quote + r"(?<!(?<!\\)\\" + quote + ")") for quote in "'\""}
@@ -319,13 +317,10 @@ def _single_quoted(text: str, start: int, quote: str) -> tuple[int, str | None] 
     """``(end, value)`` of the single-quoted literal opened at ``start`` (the text has no CR or NUL): ``value``
     is ``None`` unless its body is at least ``_LONG_STRING`` characters and decoded here. ``None`` if it has
     a newline (a line continuation too) or does not end (or not measurably: ``_closing_quote``)."""
-    close = _AFTER_NO_BACKSLASH[quote].search(text, start + 1)
-    if close is not None and close.start() - start - 1 >= _LONG_STRING:
-        body = text[start + 1 : close.start()]
-        value = None if "\n" in body else _bytes_alike(body)
-        if value is not None:  # no backslash escaped: each quote in the body follows one, so this one ends it
-            return close.start() + 1, value
-    end = _closing_quote(text, start, quote)  # some backslash escaped, another escape, or short
+    simple = _scan.impl.simple_literal(text, start, _LONG_STRING)  # most literals, read in one pass
+    if simple is not None:
+        return simple
+    end = _closing_quote(text, start, quote)  # \x, \u, \N or an octal escape; or not simple at all
     if end < 0 or text.find("\n", start + 1, end) >= 0:
         return None
     if end - start - 1 < _LONG_STRING:
@@ -351,30 +346,6 @@ def _closing_quote(text: str, start: int, quote: str) -> int:
             return end
         pos = end + 1
     return -1
-
-
-def _bytes_alike(body: str) -> str | None:
-    """The value of the string literal ``'body'`` (ASCII, no newline) when a bytes literal reads it alike and no
-    backslash in it is escaped: decoded by the bytes decoder, four times faster than the str one; else ``None``.
-
-    The bytes decoder reads an escape as the str decoder does but for ``\\u``, ``\\U``, ``\\N{…}`` (invalid
-    for bytes: kept, backslash and all) and octal escapes above ``\\377`` (a digit 4–7 and two more: for
-    bytes, their high bits are lost). No backslash in its answer: no escaped backslash, no invalid escape. No
-    digit 4–7 in the body, or each backslash shortening it by exactly one (no escape of two digits or more):
-    no octal escape above ``\\377``."""
-    if not body.isascii():
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # an invalid escape, "\\d": not taken anyway
-        try:
-            decoded = codecs.escape_decode(body)[0]
-        except ValueError:
-            return None
-    if b"\\" in decoded:
-        return None
-    if any(digit in body for digit in "4567") and len(body) - len(decoded) != body.count("\\"):
-        return None
-    return decoded.decode("latin-1")
 
 
 def _parsed_string(body: str) -> str | None:
