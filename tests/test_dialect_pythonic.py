@@ -15,7 +15,7 @@ from textcalls import _scan
 from textcalls.dialects import pythonic
 from textcalls.dialects.context import Context
 from textcalls.dialects.pythonic import pythonic_lines, pythonic_list, pythonic_message
-from textcalls.toolcall import ToolCall
+from textcalls.toolcall import EncodedString, ToolCall
 
 from .conftest import IMPLS
 
@@ -326,6 +326,13 @@ def as_read(calls):
     return None if calls is None else [(call.name, call.arguments) for call in calls]
 
 
+def cut_values(body):
+    """The long strings ``_Strings.cut`` takes out of ``body``, by placeholder: their values (one written as JSON
+    read back)."""
+    strings = pythonic._Strings.cut(body)
+    return {placeholder: strings.value(placeholder) for placeholder in strings.values}
+
+
 def read_alone(body):
     """``pythonic_list`` of ``body`` with every plain single-quoted string long enough to be cut, and whether one
     was: ``(calls as pairs, cut)``."""
@@ -405,7 +412,7 @@ def test_text_whose_strings_the_tokenizer_may_see_otherwise_is_left_whole(impl, 
 def test_a_string_that_looks_like_a_placeholder_is_read_as_written(impl):
     long = "x" * 5000
     body = f"[f(a='_textcalls_string_0', b='{long}', c={{'_textcalls_string_0': 1}})]"
-    assert pythonic._Strings.cut(body).values == {"_textcalls_string_0": long}
+    assert cut_values(body) == {"_textcalls_string_0": long}
     assert pairs(pythonic_list("", body, CTX)) == [
         ("f", {"a": "_textcalls_string_0", "b": long, "c": {"_textcalls_string_0": 1}})
     ]
@@ -435,9 +442,30 @@ CODE = {
 def test_a_big_write_file_call_is_read_with_its_long_string_cut(impl, tc, kind):
     code = CODE[kind] * (300_000 // len(CODE[kind]))
     body = f"[write_file(path='a.py', content={code!r})]"
-    assert pythonic._Strings.cut(body).values == {"_textcalls_string_0": code}
+    assert cut_values(body) == {"_textcalls_string_0": code}
     (call,) = tc.parse("<|tool_call_start|>" + body + "<|tool_call_end|>").calls
     assert call.arguments == json.dumps({"path": "a.py", "content": code}, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ("path='a.py', content=LONG", {"path": "a.py", "content": "L"}),
+        ("content=LONG, mode=0o644, force=True, tags=['x', LONG]", {"content": "L", "mode": 420, "force": True, "tags": ["x", "L"]}),
+        ("meta={LONG: LONG}", {"meta": {"L": "L"}}),
+        ("content=LONG, note=LONG", {"content": "L", "note": "L"}),
+    ],
+    ids=["strings", "among-other-values", "key-and-value", "twice"],
+)  # fmt: skip
+def test_a_long_string_is_the_same_argument_wherever_it_stands(impl, tc, args, expected):
+    """A long literal is written as JSON where it is a call's argument, and read back where it is part of
+    another value (a list, a dict's key or value) or beside values that are not strings."""
+    long = "line with 'quotes', \"quotes\" and a \\ backslash\n\ta\x07" * 200
+    body = "[write_file(" + args.replace("LONG", repr(long)) + ")]"
+    (call,) = tc.parse("<|tool_call_start|>" + body + "<|tool_call_end|>").calls
+    want = json.loads(json.dumps(expected).replace('"L"', json.dumps(long)))
+    assert json.loads(call.arguments) == want
+    assert call.arguments == json.dumps(want, ensure_ascii=False)
 
 
 def test_the_node_cap_holds_with_a_long_string_cut():
@@ -514,6 +542,8 @@ def test_a_single_quoted_string_ends_and_reads_as_python_reads_it(quote, string,
     if answers[0] is not None:
         end, value = answers[0]
         assert pythonic._STRING_LITERAL.match(text).end() == end
+        if isinstance(value, EncodedString):  # a simple literal, written as JSON
+            value = json.loads(value.json)
         if value is not None:
             assert literal_value(text[:end]) == value
 
@@ -552,32 +582,37 @@ SIMPLE = [  # (text, the quote's index, (end, value) by Python's rules, or None:
 ]
 
 
-@pytest.mark.parametrize(("text", "start", "read"), SIMPLE, ids=[repr(text) for text, _, _ in SIMPLE])
-def test_simple_literal_reads_what_python_reads(impl, text, start, read):
-    assert impl.simple_literal(text, start, 0) == read
-    if read is not None:
-        end, value = read
-        assert literal_value(text[start:end]) == value
-        assert impl.simple_literal(text, start, end - start - 2) == read  # the body is that long: decoded
-        assert impl.simple_literal(text, start, end - start - 1) == (end, None)  # one more: only its end
-
-
-@pytest.mark.parametrize("first", ["", "é", "\u4e2d", "\U0001f600"])  # ASCII, 1-byte, 2-byte and 4-byte text
-@pytest.mark.parametrize("escape", ["\\n", "\\\\", "\\'", "\\d"])
-def test_simple_literal_of_escapes_only(impl, first, escape):
-    """A body that shrinks as it is decoded: the value is shorter than the text still to read, down to its last
-    16 bytes (where block stores would pass the value's end)."""
-    for count in range(40):
-        text = "'" + first + escape * count + "'"
-        assert impl.simple_literal(text, 0, 0) == (len(text), literal_value(text))
-
-
-def test_simple_literal_bad_arguments(impl):
+def test_simple_literal_json_bad_arguments(impl):
     with pytest.raises(TypeError):
-        impl.simple_literal(b"'a'", 0, 0)
+        impl.simple_literal_json(b"'a'", 0, 0)
     for start in (-1, 3, 1):  # out of the text, past it, not at a quote
         with pytest.raises(ValueError, match="index of a quote"):
-            impl.simple_literal("'a'", start, 0)
+            impl.simple_literal_json("'a'", start, 0)
+
+
+@pytest.mark.parametrize(("text", "start", "read"), SIMPLE, ids=[repr(text) for text, _, _ in SIMPLE])
+def test_simple_literal_json_is_the_value_python_reads_written_as_json(impl, text, start, read):
+    written = impl.simple_literal_json(text, start, 0)
+    if read is None:
+        assert written is None
+        return
+    end, value = read
+    assert literal_value(text[start:end]) == value
+    assert written == (end, json.encoder.encode_basestring(value))
+    assert impl.simple_literal_json(text, start, end - start - 2) == written  # the body is that long: written
+    assert impl.simple_literal_json(text, start, end - start - 1) == (end, None)  # one more: only its end
+
+
+@pytest.mark.parametrize("first", ["", "é", "\u4e2d", "\U0001f600"])
+@pytest.mark.parametrize("piece", ["\\n", "\\\\", "\\'", "\\d", "\\a", "\\v", '"', "\t", "\x01", "\\\x1f", "x" * 13])
+def test_simple_literal_json_of_every_length(impl, first, piece):
+    """Each escape or character JSON writes otherwise (shorter, as long, longer: ``\\a`` is ``\\u0007``), in
+    bodies of every length around the 16-byte blocks, in text of each kind: a body of escapes that JSON writes
+    shorter ends where the blocks written would pass the output's end."""
+    for count in range(40):
+        text = "'" + first + piece * count + "'"
+        value = literal_value(text)
+        assert impl.simple_literal_json(text, 0, 0) == (len(text), json.encoder.encode_basestring(value))
 
 
 SIMPLE_PIECES = [
@@ -592,12 +627,14 @@ SIMPLE_PIECES = [
     body=st.lists(st.sampled_from(SIMPLE_PIECES), max_size=14).map("".join),
     after=st.sampled_from(["", "'", ")", 'x"']),
 )
-def test_simple_literal_agrees_with_the_twin_and_with_python(quote, body, after):
+def test_simple_literal_json_agrees_with_the_twin_and_with_python(quote, body, after):
     """Runs long enough to be read 16 bytes at a time (and 2-byte text) among escapes and stops: both
-    implementations give the same answer, and a value is the parser's."""
+    implementations give the same answer, and a value is the parser's, ended where the node count's pattern ends it."""
     text = "f(a=" + quote + body + after
-    read = [impl.simple_literal(text, 4, 0) for impl in BOTH]
-    assert read[0] == read[-1]
-    if read[0] is not None:
-        end, value = read[0]
-        assert literal_value(text[4:end]) == value
+    written = [impl.simple_literal_json(text, 4, 0) for impl in BOTH]
+    assert written[0] == written[-1]
+    if written[0] is not None:
+        end, encoded = written[0]
+        if not text.startswith(quote * 3, 4):  # (triple quotes: ``_Strings.cut`` leaves such text whole)
+            assert pythonic._STRING_LITERAL.match(text, 4).end() == end
+        assert literal_value(text[4:end]) == json.loads(encoded)

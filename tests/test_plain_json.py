@@ -16,7 +16,7 @@ from textcalls.dialects.jsonlike import _all_calls, as_written, call_from_block
 from textcalls.markers import BLOCKS, DEEPSEEK, DEEPSEEK_CLOSE, DEEPSEEK_OPEN, DEEPSEEK_SEP, HERMES
 from textcalls.options import DEFAULT
 from textcalls.relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, decode
-from textcalls.toolcall import ToolCall, make_call, new_call_id
+from textcalls.toolcall import EncodedString, ToolCall, make_call, new_call_id
 
 from .streams import feed_in_pieces
 
@@ -250,6 +250,20 @@ def test_string_object_is_none_for_other_arguments(impl):
     for args in ({"a": 1}, {"a": None}, {"a": ["x"]}, {"a": Text("x")}, {Text("a"): "x"}, Args(a="x"), [("a", "x")]):
         assert impl.string_object(args) is None
     assert impl.string_object({}) == "{}"
+
+
+@pytest.mark.parametrize("value", ["x", 'line\n"quoted"', "é", "\u4e2d\u2222", "\U0001f600", "\x01"])
+@pytest.mark.parametrize("key", ["k", "ké", "\u4e2d"])
+def test_an_encoded_string_is_written_as_it_is(impl, value, key):
+    """An ``EncodedString`` (a grammar's JSON text of a string) goes into the arguments as written, among values
+    and keys of other kinds; ``make_call`` reads it back where other values are not strings."""
+    encoded = EncodedString(json.encoder.encode_basestring(value))
+    assert impl.string_object({key: encoded}) == json.dumps({key: value}, ensure_ascii=False)
+    args = {"path": "a.py", key: encoded, "tail": "\u4e2d"}
+    assert impl.string_object(args) == json.dumps({"path": "a.py", key: value, "tail": "\u4e2d"}, ensure_ascii=False)
+    call = make_call("f", {key: encoded, "n": 1, "list": [1]})
+    assert call.arguments == json.dumps({key: value, "n": 1, "list": [1]}, ensure_ascii=False)
+    assert make_call("f", {key: encoded}).arguments == json.dumps({key: value}, ensure_ascii=False)
 
 
 @SETTINGS

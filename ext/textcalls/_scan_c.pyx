@@ -27,14 +27,14 @@ from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
 from textcalls.relaxed_json import MAX_DEPTH, PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, REPAIR_TOKENS, _single_to_double
 from textcalls.screens import may_contain_markup
-from textcalls.toolcall import Parsed, ToolCall, new_call_id
+from textcalls.toolcall import EncodedString, Parsed, ToolCall, new_call_id
 from textcalls import toolcall as _toolcall
 
 __all__ = [
     "StreamScrubber", "array_calls", "deepseek_call", "hermes_call", "hold_from", "json_string", "may_contain_markup",
     "plain_object", "repair",
     "scan_whole",
-    "simple_literal",
+    "simple_literal_json",
     "string_object",
     "TABLE_LIMITS",
 ]
@@ -199,28 +199,43 @@ cdef extern from *:
         return i;
     }
     /* n + 2 and what escaping adds (1 a character, 5 when escapes[c] is 'u'), counted 16 bytes at a
-       time; -1 for 4-byte text (the caller counts). */
+       time with no branch a block: the stops are counted in byte (2-byte: word) lanes, summed every 255
+       (4096) blocks; a block with a control character also looks for those written as u00XX. -1 for 4-byte
+       text (the caller counts). */
+    static CYTHON_INLINE Py_ssize_t _lanes8(__m128i acc) {
+        __m128i s = _mm_sad_epu8(acc, _mm_setzero_si128());
+        return _mm_cvtsi128_si32(s) + _mm_cvtsi128_si32(_mm_unpackhi_epi64(s, s));
+    }
+    static CYTHON_INLINE Py_ssize_t _lanes16(__m128i acc) {
+        __m128i s = _mm_madd_epi16(acc, _mm_set1_epi16(1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+        return _mm_cvtsi128_si32(s);
+    }
     static Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) {
         const char* p = (const char*)d;
         Py_ssize_t i = 0, size = n + 2;
-        unsigned int mask, ctrl, k, c;
+        unsigned int ctrl, k, c, blocks = 0;
         const __m128i z = _mm_setzero_si128();
+        __m128i acc = z;
         if (kind == 1) {
             const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), lo = _mm_set1_epi8(0x1F);
             for (; i + 16 <= n; i += 16) {
                 __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
                 __m128i cm = _mm_cmpeq_epi8(_mm_subs_epu8(x, lo), z);
-                mask = (unsigned)_mm_movemask_epi8(
-                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)), cm));
-                if (!mask)
-                    continue;
-                size += __builtin_popcount(mask);
+                acc = _mm_sub_epi8(acc, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)), cm));
+                if (++blocks == 255) {
+                    size += _lanes8(acc);
+                    acc = z;
+                    blocks = 0;
+                }
                 for (ctrl = (unsigned)_mm_movemask_epi8(cm); ctrl; ctrl &= ctrl - 1) {
                     k = (unsigned)__builtin_ctz(ctrl);
                     if (escapes[(unsigned char)p[i + k]] == 'u')
                         size += 4;
                 }
             }
+            size += _lanes8(acc);
             for (; i < n; i++) {
                 c = (unsigned char)p[i];
                 if (c < 128 && escapes[c])
@@ -232,11 +247,12 @@ cdef extern from *:
             for (; i + 8 <= n; i += 8) {
                 __m128i x = _mm_loadu_si128((const __m128i*)(p2 + i));
                 __m128i cm = _mm_cmpeq_epi16(_mm_subs_epu16(x, lo), z);
-                mask = (unsigned)_mm_movemask_epi8(
-                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, b)), cm));
-                if (!mask)
-                    continue;
-                size += __builtin_popcount(mask) >> 1;  /* two bits a code unit */
+                acc = _mm_sub_epi16(acc, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, b)), cm));
+                if (++blocks == 4096) {
+                    size += _lanes16(acc);
+                    acc = z;
+                    blocks = 0;
+                }
                 for (ctrl = (unsigned)_mm_movemask_epi8(cm); ctrl; ctrl &= ctrl - 1) {
                     k = (unsigned)__builtin_ctz(ctrl);  /* the code unit's low bit; its high bit goes next */
                     ctrl &= ctrl - 1;
@@ -244,6 +260,7 @@ cdef extern from *:
                         size += 4;
                 }
             }
+            size += _lanes16(acc);
             for (; i < n; i++) {
                 c = p2[i];
                 if (c < 128 && escapes[c])
@@ -332,66 +349,103 @@ cdef extern from *:
         *k = j;
         return i;
     }
-    /* Decodes the escapes of a simple Python literal's body d[i:end) (1- or 2-byte text, checked: no lone
-       backslash at its end) into o, of the same kind, from index *k, as _escape_blocks writes: blocks
-       stored whole, then past the run to a backslash; escape[c] == 1: one character, escaped[c]; else the
-       backslash is kept. Returns where it stopped in d; *k moves. */
-    static Py_ssize_t _unescape_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
-                                       Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
-                                       const unsigned char* escaped) {
+    /* Writes a simple Python literal's body d[i:end) (checked by _literal_k) as the JSON text of its value into
+       o, of the same kind (1 or 2 bytes), from *k, as _escape_blocks writes: blocks stored whole, then past
+       the run to the next quote, backslash or control character. A backslash: a one-character escape
+       (escape[e] == 1) stands for escaped[e], else the backslash is kept; what stands there is written as
+       JSON (json[c]: its escape letter, 'u' for u00XX, 0: as it is). Returns where it stopped in d. */
+    static Py_ssize_t _transcode_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
+                                        Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
+                                        const unsigned char* escaped, const unsigned char* json) {
+        static const char hex[] = "0123456789abcdef";
         Py_ssize_t j = *k;
-        unsigned int mask, e;
+        unsigned int mask, c, e;
+        const __m128i z = _mm_setzero_si128();
         if (kind == 1) {
             const unsigned char* p = (const unsigned char*)d;
             unsigned char* w = (unsigned char*)o;
-            const __m128i b = _mm_set1_epi8(0x5C);
+            const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), lo = _mm_set1_epi8(0x1F);
             while (i + 16 <= end && j + 16 <= room) {
                 __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
                 _mm_storeu_si128((__m128i*)(w + j), x);
-                mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, b));
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+                                 _mm_cmpeq_epi8(_mm_subs_epu8(x, lo), z)));
                 if (!mask) {
                     i += 16;
                     j += 16;
                     continue;
                 }
-                e = (unsigned)__builtin_ctz(mask);
-                i += e;
-                j += e;
-                e = p[i + 1];
-                if (escape[e] == 1) {
-                    w[j++] = escaped[e];
-                } else {
+                c = (unsigned)__builtin_ctz(mask);
+                i += c;
+                j += c;
+                c = p[i++];
+                if (c == 0x5C) {
+                    e = p[i++];  /* ASCII: checked */
+                    if (escape[e] == 1) {
+                        c = escaped[e];
+                    } else {
+                        w[j++] = 0x5C;
+                        w[j++] = 0x5C;
+                        c = e;
+                    }
+                }
+                e = c < 128 ? json[c] : 0;
+                if (!e) {
+                    w[j++] = (unsigned char)c;
+                } else if (e != 0x75) {
                     w[j] = 0x5C;
                     w[j + 1] = (unsigned char)e;
                     j += 2;
+                } else {
+                    w[j] = 0x5C; w[j + 1] = 0x75; w[j + 2] = 0x30; w[j + 3] = 0x30;
+                    w[j + 4] = (unsigned char)hex[c >> 4];
+                    w[j + 5] = (unsigned char)hex[c & 15];
+                    j += 6;
                 }
-                i += 2;
             }
         } else if (kind == 2) {
             const Py_UCS2* p = (const Py_UCS2*)d;
             Py_UCS2* w = (Py_UCS2*)o;
-            const __m128i b = _mm_set1_epi16(0x5C);
+            const __m128i q = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C), lo = _mm_set1_epi16(0x1F);
             while (i + 8 <= end && j + 8 <= room) {
                 __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
                 _mm_storeu_si128((__m128i*)(w + j), x);
-                mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(x, b));
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, b)),
+                                 _mm_cmpeq_epi16(_mm_subs_epu16(x, lo), z)));
                 if (!mask) {
                     i += 8;
                     j += 8;
                     continue;
                 }
-                e = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
-                i += e;
-                j += e;
-                e = p[i + 1];  /* ASCII: checked */
-                if (escape[e] == 1) {
-                    w[j++] = escaped[e];
-                } else {
+                c = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
+                i += c;
+                j += c;
+                c = p[i++];
+                if (c == 0x5C) {
+                    e = p[i++];  /* ASCII: checked */
+                    if (escape[e] == 1) {
+                        c = escaped[e];
+                    } else {
+                        w[j++] = 0x5C;
+                        w[j++] = 0x5C;
+                        c = e;
+                    }
+                }
+                e = c < 128 ? json[c] : 0;
+                if (!e) {
+                    w[j++] = (Py_UCS2)c;
+                } else if (e != 0x75) {
                     w[j] = 0x5C;
                     w[j + 1] = (Py_UCS2)e;
                     j += 2;
+                } else {
+                    w[j] = 0x5C; w[j + 1] = 0x75; w[j + 2] = 0x30; w[j + 3] = 0x30;
+                    w[j + 4] = (Py_UCS2)hex[c >> 4];
+                    w[j + 5] = (Py_UCS2)hex[c & 15];
+                    j += 6;
                 }
-                i += 2;
             }
         }
         *k = j;
@@ -462,10 +516,10 @@ cdef extern from *:
                                      Py_ssize_t room, const unsigned char* escapes) {
         return 0;  /* the caller writes it all */
     }
-    static Py_ssize_t _unescape_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
-                                       Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
-                                       const unsigned char* escaped) {
-        return i;  /* the caller decodes it all */
+    static Py_ssize_t _transcode_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
+                                        Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
+                                        const unsigned char* escaped, const unsigned char* json) {
+        return i;  /* the caller writes it all */
     }
     static CYTHON_INLINE Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
                                                 const unsigned char* vecs) {
@@ -477,9 +531,9 @@ cdef extern from *:
     Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) noexcept nogil
     Py_ssize_t _escape_blocks(int kind, const void* d, Py_ssize_t n, void* o, Py_ssize_t* k,
                               Py_ssize_t room, const unsigned char* escapes) noexcept nogil
-    Py_ssize_t _unescape_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o, Py_ssize_t* k,
-                                Py_ssize_t room, const unsigned char* escape,
-                                const unsigned char* escaped) noexcept nogil
+    Py_ssize_t _transcode_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o, Py_ssize_t* k,
+                                 Py_ssize_t room, const unsigned char* escape, const unsigned char* escaped,
+                                 const unsigned char* json) noexcept nogil
     Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
                            const unsigned char* vecs) noexcept nogil
     int STOP_RUN_BYTES
@@ -1660,9 +1714,12 @@ cdef const char* LOWER_HEX = b"0123456789abcdef"
 
 cdef Py_ssize_t _json_size(str s):
     """The length of ``s`` written as a JSON string (``json_string``), quotes included."""
-    cdef int kind = PyUnicode_KIND(s)
-    cdef const void* d = PyUnicode_DATA(s)
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0
+    return _span_json_size(PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
+
+
+cdef Py_ssize_t _span_json_size(int kind, const void* d, Py_ssize_t n):
+    """The length of the ``n`` characters at ``d`` written as a JSON string, quotes included."""
+    cdef Py_ssize_t i = 0
     cdef Py_ssize_t size = _escaped_size(kind, d, n, JSON_ESCAPES)
     if size < 0:  # (4-byte text, or no SSE2) each escape adds 1, or 5 for \u00XX
         size = n + 2
@@ -1724,22 +1781,52 @@ def json_string(str s not None):
     return out
 
 
+cdef inline object _encoded(object value):
+    """An ``EncodedString``'s JSON text (a ``str``), or ``None`` for any other value."""
+    if type(value) is EncodedString and PyUnicode_CheckExact((<object>value).json):
+        return (<object>value).json
+    return None
+
+
+cdef Py_ssize_t _text_write(str s, int okind, void* o, Py_ssize_t k):
+    """Write ``s`` as it is into ``o`` (of ``okind``, no narrower) from ``k``; the index after it."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef const void* d = PyUnicode_DATA(s)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), t
+    if okind == kind:
+        memcpy(<char*>o + k * kind, d, n * kind)
+    else:
+        for t in range(n):
+            PyUnicode_WRITE(okind, o, k + t, PyUnicode_READ(kind, d, t))
+    return k + n
+
+
 def string_object(args):
     """``json.dumps(args, ensure_ascii=False)`` when ``args`` is a ``dict`` whose keys and values are all
-    ``str`` (not a subclass), written at once; else ``None``."""
+    ``str`` (not a subclass), written at once; else ``None``. A value may also be an ``EncodedString``: its
+    JSON text is written as it is."""
     cdef Py_ssize_t pos = 0, size = 2, k = 1, items = 0
     cdef PyObject* key
     cdef PyObject* value
     cdef Py_UCS4 widest = 127
     cdef int okind
     cdef void* o
+    cdef object text
     if type(args) is not dict:
         return None
     while PyDict_Next(args, &pos, &key, &value):
-        if not (PyUnicode_CheckExact(<object>key) and PyUnicode_CheckExact(<object>value)):
+        if not PyUnicode_CheckExact(<object>key):
             return None
-        size += _json_size(<str>key) + _json_size(<str>value) + 2  # and ": "
-        widest = max(widest, PyUnicode_MAX_CHAR_VALUE(<object>key), PyUnicode_MAX_CHAR_VALUE(<object>value))
+        if PyUnicode_CheckExact(<object>value):
+            text = <object>value
+            size += _json_size(<str>text)
+        else:
+            text = _encoded(<object>value)
+            if text is None:
+                return None
+            size += PyUnicode_GET_LENGTH(text)
+        size += _json_size(<str>key) + 2  # and ": "
+        widest = max(widest, PyUnicode_MAX_CHAR_VALUE(<object>key), PyUnicode_MAX_CHAR_VALUE(text))
         items += 1
     if items > 1:
         size += 2 * (items - 1)  # ", " between
@@ -1756,7 +1843,10 @@ def string_object(args):
         k = _json_write(<str>key, okind, o, k, size)
         PyUnicode_WRITE(okind, o, k, 0x3A)
         PyUnicode_WRITE(okind, o, k + 1, 0x20)
-        k = _json_write(<str>value, okind, o, k + 2, size)
+        if PyUnicode_CheckExact(<object>value):
+            k = _json_write(<str>value, okind, o, k + 2, size)
+        else:
+            k = _text_write(<str>_encoded(<object>value), okind, o, k + 2)
     PyUnicode_WRITE(okind, o, k, 0x7D)
     return out
 
@@ -1764,7 +1854,7 @@ def string_object(args):
 # -- a Python string literal read where it is written (the pythonic grammars' long strings) --------------
 
 # a backslash before an ASCII character in a Python str literal: 1, an escape of one character (then
-# PY_ESCAPED is what it stands for); 2, an escape simple_literal leaves to its caller (\x, \u, \U, \N, octal)
+# PY_ESCAPED is what it stands for); 2, an escape simple_literal_json leaves to its caller (\x, \u, \U, \N, octal)
 # or no part of a one-line literal (a NUL, LF or CR after it); 0, no escape: the backslash is kept
 cdef unsigned char PY_ESCAPE[128]
 cdef unsigned char PY_ESCAPED[128]
@@ -1776,13 +1866,26 @@ for _c, _e in zip("\\'\"abfnrtv", "\\'\"\a\b\f\n\r\t\v"):
     PY_ESCAPED[ord(_c)] = ord(_e)
 for _c in "xuUN01234567\x00\n\r":
     PY_ESCAPE[ord(_c)] = 2
+# how much longer an escape's value is written as JSON (simple_literal_json) than _escaped_size counts its two
+# characters: a one-character escape's value written as JSON, against 2 for the backslash and the character's
+# own JSON length (a kept backslash is written "\\\\" and its character as JSON: no difference)
+cdef int PY_JSON_DELTA[128]
+
+
+def _json_length(c):
+    return 1 if not JSON_ESCAPES[c] else 6 if JSON_ESCAPES[c] == ord("u") else 2
+
+
+for _c in range(128):
+    PY_JSON_DELTA[_c] = _json_length(PY_ESCAPED[_c]) - 2 - _json_length(_c) if PY_ESCAPE[_c] == 1 else 0
+del _json_length
 
 
 cdef Py_ssize_t _literal_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t quote,
-                           Py_ssize_t* size) noexcept nogil:
-    """The index of the quote that closes a simple literal whose body starts at ``i`` (``simple_literal``), or
-    -1; ``size`` receives the length of its value."""
-    cdef Py_ssize_t lo = i, dropped = 0, k
+                           Py_ssize_t* json_delta) noexcept nogil:
+    """The index of the quote that closes a simple literal whose body starts at ``i`` (``simple_literal_json``),
+    or -1; ``json_delta`` receives the sum of its escapes' ``PY_JSON_DELTA``."""
+    cdef Py_ssize_t lo = i, delta = 0, k
     cdef uint32_t c, surrogates = 0
     while True:
         i = _stop_run(sizeof(uchar), d, i, n, quote)
@@ -1796,7 +1899,7 @@ cdef Py_ssize_t _literal_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t 
         if c == 0x5C:
             if i + 1 >= n or d[i + 1] >= 128 or PY_ESCAPE[d[i + 1]] == 2:
                 return -1
-            dropped += PY_ESCAPE[d[i + 1]]
+            delta += PY_JSON_DELTA[d[i + 1]]
             i += 2
         elif c == 0 or c == 0x0A or c == 0x0D:
             return -1
@@ -1807,91 +1910,114 @@ cdef Py_ssize_t _literal_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t 
             surrogates |= 0xD800 <= d[k] <= 0xDFFF
         if surrogates:
             return -1
-    size[0] = i - lo - dropped
+    json_delta[0] = delta
     return i
 
 
-cdef void _unescape_k(const uchar* d, Py_ssize_t i, Py_ssize_t end, uchar* out, Py_ssize_t size) noexcept nogil:
-    """Write the value of a simple literal's body ``d[i:end]`` (``_literal_k`` read it: ``size`` characters)
-    to ``out``: block by block (``_unescape_blocks``), then run by run."""
-    cdef Py_ssize_t j, k = 0
-    cdef uint32_t e
+cdef inline Py_ssize_t _json_char_k(uchar* out, Py_ssize_t k, uint32_t c) noexcept nogil:
+    """Write ``c`` as JSON writes it in a string at ``out[k]``; the index after it."""
+    cdef unsigned char e = JSON_ESCAPES[c] if c < 128 else 0
+    if not e:
+        out[k] = c
+        return k + 1
+    out[k] = 0x5C
+    out[k + 1] = e
+    if e != 0x75:
+        return k + 2
+    out[k + 2] = 0x30
+    out[k + 3] = 0x30
+    out[k + 4] = LOWER_HEX[c >> 4]
+    out[k + 5] = LOWER_HEX[c & 15]
+    return k + 6
+
+
+cdef Py_ssize_t _transcode_k(const uchar* d, Py_ssize_t i, Py_ssize_t end, uchar* out, Py_ssize_t k,
+                             Py_ssize_t room) noexcept nogil:
+    """Write a simple literal's body ``d[i:end]`` (``_literal_k`` read it) as the JSON text of its value, without
+    quotes, into ``out`` from ``k`` (``room`` characters, all written after this but for those before ``k``):
+    block by block (``_transcode_blocks``), then run by run. The index after it."""
+    cdef Py_ssize_t j
+    cdef uint32_t c, e
     if uchar is not uint32_t:
-        i = _unescape_blocks(sizeof(uchar), d, i, end, out, &k, size, PY_ESCAPE, PY_ESCAPED)
-    out += k
+        i = _transcode_blocks(sizeof(uchar), d, i, end, out, &k, room, PY_ESCAPE, PY_ESCAPED, JSON_ESCAPES)
     while True:
-        j = i
-        while True:  # the next backslash: stop by stop (a quote or a control character may come first)
-            j = _stop_run(sizeof(uchar), d, j, end, 0x5C)
-            while j < end and d[j] >= 0x20 and d[j] != 0x5C:
-                j += 1
-            if j >= end or d[j] == 0x5C:
-                break
-            j += 1
-        memcpy(out, d + i, (j - i) * sizeof(uchar))
-        out += j - i
+        j = _run_k(d, end, i)
+        memcpy(out + k, d + i, (j - i) * sizeof(uchar))
+        k += j - i
         if j >= end:
-            return
-        e = d[j + 1]
-        if PY_ESCAPE[e] == 1:
-            out[0] = PY_ESCAPED[e]
-            out += 1
-        else:
-            out[0] = 0x5C
-            out[1] = e
-            out += 2
-        i = j + 2
+            return k
+        c = d[j]
+        i = j + 1
+        if c == 0x5C:
+            e = d[j + 1]
+            i = j + 2
+            if PY_ESCAPE[e] == 1:
+                c = PY_ESCAPED[e]
+            else:
+                out[k] = 0x5C
+                out[k + 1] = 0x5C
+                k += 2
+                c = e
+        k = _json_char_k(out, k, c)
 
 
-cdef object _literal_value(int kind, const void* d, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t size, bint ascii):
-    """The value of a simple literal's body ``[lo, hi)`` of ``size`` characters: an ASCII text's written in
-    place; any other's in a buffer of the text's kind, made a ``str`` of the narrowest kind by CPython."""
-    cdef str out
-    cdef void* buffer
-    if ascii:
-        out = PyUnicode_New(size, 127)
-        _unescape_k(<const Py_UCS1*>d, lo, hi, <Py_UCS1*>PyUnicode_DATA(out), size)  # (new: filled before it is seen)
-        return out
-    buffer = PyMem_Malloc(max(size, 1) * kind)
-    if buffer == NULL:
-        raise MemoryError()
-    try:
-        if kind == 1:
-            _unescape_k(<const Py_UCS1*>d, lo, hi, <Py_UCS1*>buffer, size)
-        elif kind == 2:
-            _unescape_k(<const Py_UCS2*>d, lo, hi, <Py_UCS2*>buffer, size)
-        else:
-            _unescape_k(<const uint32_t*>d, lo, hi, <uint32_t*>buffer, size)
-        return PyUnicode_FromKindAndData(kind, buffer, size)
-    finally:
-        PyMem_Free(buffer)
-
-
-def simple_literal(str text not None, Py_ssize_t start, Py_ssize_t decode_from):
-    """``(end, value)`` of the Python string literal whose quote (``'`` or ``"``) is at ``start``, when it
-    is simple: it ends on its line, has no NUL, CR or lone surrogate, and its only backslashes are the
-    escapes ``\\\\ \\' \\" \\a \\b \\f \\n \\r \\t \\v`` or ones Python keeps (before another ASCII
-    character, not one of ``x u U N 0-7``). ``end`` is the index after its closing quote; ``value`` the
-    string Python's parser makes of it when its body is ``decode_from`` characters or more, else ``None``.
-    ``None`` for any other literal (its reader is the caller's)."""
+cdef Py_ssize_t _read_literal(str text, Py_ssize_t start, Py_ssize_t* delta) except -2:
+    """``_literal_k`` of the literal whose quote is at ``start`` (ValueError if none is there)."""
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), close, size = 0
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
     if not 0 <= start < n or PyUnicode_READ(kind, d, start) not in (0x22, 0x27):
-        raise ValueError(f"simple_literal() expects the index of a quote in the text, not {start}")
+        raise ValueError(f"simple_literal_json() expects the index of a quote in the text, not {start}")
     if kind == 1:
-        close = _literal_k(<const Py_UCS1*>d, n, start + 1, PyUnicode_READ(kind, d, start), &size)
-    elif kind == 2:
-        close = _literal_k(<const Py_UCS2*>d, n, start + 1, PyUnicode_READ(kind, d, start), &size)
-    else:
-        close = _literal_k(<const uint32_t*>d, n, start + 1, PyUnicode_READ(kind, d, start), &size)
+        return _literal_k(<const Py_UCS1*>d, n, start + 1, PyUnicode_READ(kind, d, start), delta)
+    if kind == 2:
+        return _literal_k(<const Py_UCS2*>d, n, start + 1, PyUnicode_READ(kind, d, start), delta)
+    return _literal_k(<const uint32_t*>d, n, start + 1, PyUnicode_READ(kind, d, start), delta)
+
+
+def simple_literal_json(str text not None, Py_ssize_t start, Py_ssize_t json_from):
+    """``(end, json)`` of the Python string literal whose quote (``'`` or ``"``) is at ``start``, when it is
+    simple: it ends on its line, has no NUL, CR or lone surrogate, and its only backslashes are the escapes
+    ``\\\\ \\' \\" \\a \\b \\f \\n \\r \\t \\v`` or ones Python keeps (before another ASCII character, not
+    one of ``x u U N 0-7``). ``end`` is the index after its closing quote; ``json`` the string Python's parser
+    makes of it written as JSON (``json_string``), when its body is ``json_from`` characters or more, else
+    ``None``. ``None`` for any other literal (its reader is the caller's). No decoded value is made."""
+    cdef Py_ssize_t size, delta = 0, k
+    cdef Py_ssize_t close = _read_literal(text, start, &delta)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef str out
+    cdef void* buffer
     if close < 0:
         return None
-    if close - start - 1 < decode_from:
+    if close - start - 1 < json_from:
         return close + 1, None
-    if size == close - start - 1:  # no escape read: the body as it is
-        return close + 1, _slice(text, start + 1, close)
-    return close + 1, _literal_value(kind, d, start + 1, close, size, PyUnicode_IS_ASCII(text))
+    size = _span_json_size(kind, <const char*>d + (start + 1) * kind, close - start - 1) + delta
+    if PyUnicode_IS_ASCII(text):  # written in place
+        out = PyUnicode_New(size, 127)  # (new: filled before it is seen)
+        buffer = <void*>PyUnicode_DATA(out)
+    else:  # in a buffer of the text's kind, made a str of the narrowest kind by CPython
+        buffer = PyMem_Malloc(size * kind)
+        if buffer == NULL:
+            raise MemoryError()
+    if kind == 1:
+        (<Py_UCS1*>buffer)[0] = 0x22
+        k = _transcode_k(<const Py_UCS1*>d, start + 1, close, <Py_UCS1*>buffer, 1, size)
+        (<Py_UCS1*>buffer)[k] = 0x22
+    elif kind == 2:
+        (<Py_UCS2*>buffer)[0] = 0x22
+        k = _transcode_k(<const Py_UCS2*>d, start + 1, close, <Py_UCS2*>buffer, 1, size)
+        (<Py_UCS2*>buffer)[k] = 0x22
+    else:
+        (<uint32_t*>buffer)[0] = 0x22
+        k = _transcode_k(<const uint32_t*>d, start + 1, close, <uint32_t*>buffer, 1, size)
+        (<uint32_t*>buffer)[k] = 0x22
+    if PyUnicode_IS_ASCII(text):
+        return close + 1, out
+    try:
+        return close + 1, PyUnicode_FromKindAndData(kind, buffer, size)
+    finally:
+        PyMem_Free(buffer)
 
 
 # -- relaxed JSON: the repairs, token by token over the buffer (relaxed_json.repair is the twin) ---------

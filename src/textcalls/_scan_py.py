@@ -32,7 +32,7 @@ from .markers import ARGUMENT_KEYS, ATTR_MAX, DEEPSEEK_SEP, SECTION_GAP_MAX, WHI
 from .options import DEFAULT, Options, options_of
 from .relaxed_json import PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, repair, strip_fence
 from .screens import may_contain_markup
-from .toolcall import Parsed, ToolCall
+from .toolcall import EncodedString, Parsed, ToolCall
 
 __all__ = [
     "StreamScrubber",
@@ -45,7 +45,7 @@ __all__ = [
     "plain_object",
     "repair",
     "scan_whole",
-    "simple_literal",
+    "simple_literal_json",
     "string_object",
 ]
 
@@ -71,14 +71,21 @@ def json_string(s: str) -> str:
 
 def string_object(args: object) -> str | None:
     """``json.dumps(args, ensure_ascii=False)`` when ``args`` is a ``dict`` whose keys and values are all
-    ``str`` (not a subclass), written at once; else ``None``."""
-    if type(args) is not dict or not all(type(k) is str and type(v) is str for k, v in args.items()):
+    ``str`` (not a subclass), written at once; else ``None``. A value may also be an ``EncodedString``: its
+    JSON text is written as it is."""
+    if type(args) is not dict or not all(
+        type(k) is str and (type(v) is str or type(v) is EncodedString) for k, v in args.items()
+    ):
         return None
-    return json.dumps(args, ensure_ascii=False)
+    items = (
+        f"{encode_basestring(k)}: {v.json if type(v) is EncodedString else encode_basestring(v)}"
+        for k, v in args.items()
+    )
+    return "{" + ", ".join(items) + "}"
 
 
 def _simple_literal(quote: str) -> re.Pattern[str]:
-    """A simple Python string literal in ``quote`` (``simple_literal``), its body a group: plain characters
+    """A simple Python string literal in ``quote`` (``simple_literal_json``), its body a group: plain characters
     (not the quote, a backslash, NUL, LF or CR) and a backslash before any ASCII character but ``x u U N 0-7``,
     NUL, LF and CR."""
     plain = rf"[^{quote}\\\x00\n\r]"
@@ -90,32 +97,35 @@ _SIMPLE_LITERAL = {quote: _simple_literal(quote) for quote in "'\""}
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def simple_literal(text: str, start: int, decode_from: int) -> tuple[int, str | None] | None:
-    """``(end, value)`` of the Python string literal whose quote (``'`` or ``"``) is at ``start``, when it
-    is simple: it ends on its line, has no NUL, CR or lone surrogate, and its only backslashes are the
-    escapes ``\\\\ \\' \\" \\a \\b \\f \\n \\r \\t \\v`` or ones Python keeps (before another ASCII
-    character, not one of ``x u U N 0-7``). ``end`` is the index after its closing quote; ``value`` the
-    string Python's parser makes of it when its body is ``decode_from`` characters or more, else ``None``.
-    ``None`` for any other literal (its reader is the caller's)."""
+def simple_literal_json(text: str, start: int, json_from: int) -> tuple[int, str | None] | None:
+    """``(end, json)`` of the Python string literal whose quote (``'`` or ``"``) is at ``start``, when it is
+    simple: it ends on its line, has no NUL, CR or lone surrogate, and its only backslashes are the escapes
+    ``\\ \\' \\" \\a \\b \\f \\n \\r \\t \\v`` or ones Python keeps (before another ASCII character, not
+    one of ``x u U N 0-7``). ``end`` is the index after its closing quote; ``json`` the string Python's parser
+    makes of it written as JSON (``json_string``), when its body is ``json_from`` characters or more, else
+    ``None``. ``None`` for any other literal (its reader is the caller's). (Here the value is decoded and
+    written by ``encode_basestring``; the extension writes the JSON from the literal.)"""
     if not isinstance(text, str):
-        raise TypeError(f"simple_literal() expects str, not {type(text).__name__}")
+        raise TypeError(f"simple_literal_json() expects str, not {type(text).__name__}")
     if not 0 <= start < len(text) or text[start] not in "'\"":
-        raise ValueError(f"simple_literal() expects the index of a quote in the text, not {start}")
+        raise ValueError(f"simple_literal_json() expects the index of a quote in the text, not {start}")
     literal = _SIMPLE_LITERAL[text[start]].match(text, start)
     if literal is None:
         return None
     body = literal[1]
     if not body.isascii() and _SURROGATE.search(body):  # the parser cannot read the text
         return None
-    if len(body) < decode_from:
+    if len(body) < json_from:
         return literal.end(), None
     if "\\" not in body:
-        return literal.end(), body
+        return literal.end(), encode_basestring(body)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # a kept backslash ("\\d") is an invalid escape
         if body.isascii():  # the bytes decoder reads these escapes as the str one does, faster
-            return literal.end(), codecs.escape_decode(body)[0].decode("latin-1")
-        return literal.end(), body.encode("ascii", "backslashreplace").decode("unicode_escape")
+            value = codecs.escape_decode(body)[0].decode("latin-1")
+        else:
+            value = body.encode("ascii", "backslashreplace").decode("unicode_escape")
+    return literal.end(), encode_basestring(value)
 
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int:

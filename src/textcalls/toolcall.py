@@ -90,9 +90,23 @@ class Parsed:
 _SET_NAME, _SET_ARGUMENTS, _SET_ID, _SET_DIALECT = (ToolCall.__dict__[f].__set__ for f in ToolCall.__slots__)
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedString:
+    """A string argument a grammar wrote as JSON text (``json``, quotes included) where the model wrote it:
+    ``make_call`` puts that text in the arguments as it is, or the string it reads as, among other values."""
+
+    json: str
+
+
 class _ArgumentsEncoder(json.JSONEncoder):
     """``json.dumps(…, ensure_ascii=False, allow_nan=False)``, its strings written by the hot path's
-    ``json_string`` (json's own text; in C, long strings are written in runs)."""
+    ``json_string`` (json's own text; in C, long strings are written in runs); an ``EncodedString`` as the
+    string it reads as."""
+
+    def default(self, o: object) -> object:
+        if type(o) is EncodedString:
+            return json.loads(o.json)
+        return super().default(o)
 
     def iterencode(self, o: object, _one_shot: bool = False):
         if not _one_shot or c_make_encoder is None:
@@ -121,13 +135,14 @@ ARGUMENTS_ENCODER = _ArgumentsEncoder(ensure_ascii=False, allow_nan=False)
 def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
     """The call of ``name`` (a non-blank string, stripped) with the arguments ``args`` (a dict), or ``None``.
 
-    The arguments are serialised once, ``json.dumps(args, ensure_ascii=False, allow_nan=False)``; ``None``
-    too when they cannot be JSON (NaN or Infinity, an int too long to convert, nesting too deep).
+    The arguments are serialised once, ``json.dumps(args, ensure_ascii=False, allow_nan=False)`` (a value that
+    is an ``EncodedString`` as its JSON text); ``None`` too when they cannot be JSON (NaN or Infinity, an int
+    too long to convert, nesting too deep).
     ``call_id``: an id the model wrote (a fresh one without it).
     """
     if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
         return None
-    arguments = _scan.impl.string_object(args)  # string arguments, the most common, written at once
+    arguments = _scan.impl.string_object(args)  # string arguments (the most common) written at once
     if arguments is None:
         try:
             arguments = ARGUMENTS_ENCODER.encode(args)

@@ -20,6 +20,7 @@ import ast
 import dataclasses
 import io
 import itertools
+import json
 import keyword
 import re
 import tokenize
@@ -27,7 +28,7 @@ import warnings
 from typing import Any
 
 from .. import _scan
-from ..toolcall import ToolCall, make_call
+from ..toolcall import EncodedString, ToolCall, make_call
 from .context import Context
 from .jsonlike import json_calls, too_many_nodes
 
@@ -249,7 +250,7 @@ class _Strings:
 
     written: str
     text: str
-    values: dict[str, str] = dataclasses.field(default_factory=dict)
+    values: dict[str, str | EncodedString] = dataclasses.field(default_factory=dict)
     read: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
@@ -264,7 +265,7 @@ class _Strings:
         if len(text) < _LONG_STRING or "\r" in text or "\x00" in text:
             return whole
         pieces: list[str] = []
-        values: dict[str, str] = {}
+        values: dict[str, str | EncodedString] = {}
         copied = pos = 0
         single, double = text.find("'"), text.find('"')  # the next of each quote at or after pos
         for walked in range(_WALK_MAX + 1):
@@ -302,6 +303,11 @@ class _Strings:
 
     def value(self, text: str) -> str:
         """A string constant's value: what a placeholder stands for, any other as it is."""
+        value = self.argument(text)
+        return json.loads(value.json) if isinstance(value, EncodedString) else value
+
+    def argument(self, text: str) -> str | EncodedString:
+        """``value``, but a long string written as JSON stays so (an argument's value: ``make_call`` takes it)."""
         if text in self.values:
             self.read.append(text)
             return self.values[text]
@@ -313,13 +319,15 @@ class _Strings:
         return calls is not None and sorted(self.read) != sorted(self.values)
 
 
-def _single_quoted(text: str, start: int, quote: str) -> tuple[int, str | None] | None:
+def _single_quoted(text: str, start: int, quote: str) -> tuple[int, str | EncodedString | None] | None:
     """``(end, value)`` of the single-quoted literal opened at ``start`` (the text has no CR or NUL): ``value``
-    is ``None`` unless its body is at least ``_LONG_STRING`` characters and decoded here. ``None`` if it has
-    a newline (a line continuation too) or does not end (or not measurably: ``_closing_quote``)."""
-    simple = _scan.impl.simple_literal(text, start, _LONG_STRING)  # most literals, read in one pass
+    is ``None`` unless its body is at least ``_LONG_STRING`` characters and read here: decoded, or written as
+    JSON when its escapes are simple (``simple_literal_json``). ``None`` if it has a newline (a line
+    continuation too) or does not end (or not measurably: ``_closing_quote``)."""
+    simple = _scan.impl.simple_literal_json(text, start, _LONG_STRING)  # most literals: a long one written as JSON
     if simple is not None:
-        return simple
+        end, written = simple
+        return end, None if written is None else EncodedString(written)
     end = _closing_quote(text, start, quote)  # \x, \u, \N or an octal escape; or not simple at all
     if end < 0 or text.find("\n", start + 1, end) >= 0:
         return None
@@ -399,7 +407,12 @@ def _call(node: ast.expr, strings: _Strings) -> tuple[str, dict]:
         arg = kw.arg[len(_KW_PREFIX) :] if kw.arg.startswith(_KW_PREFIX) else kw.arg
         if arg in args:  # a repeated keyword
             raise _NotACall
-        args[arg] = _literal(kw.value, strings)
+        value = kw.value
+        if isinstance(value, ast.Constant) and type(value.value) is str and value.value in strings.values:
+            long = strings.argument(value.value)  # a long string, perhaps already written as JSON
+            args[arg] = long if isinstance(long, EncodedString) else _string(long)
+        else:
+            args[arg] = _literal(value, strings)
     return name, args
 
 
