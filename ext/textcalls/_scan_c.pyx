@@ -271,92 +271,43 @@ cdef extern from *:
         }
         return size;
     }
-    /* JSON-escapes d[0:n) (1- or 2-byte text) into o, of the same kind, from index *k: each 16-byte block is
-       stored whole, then the position moves past its plain run and an escape is written (a store that goes
-       past the run is overwritten by what follows, so it must stay inside the output: blocks are written
-       while 16 bytes of room are left before room). Returns how many characters of d it wrote; *k moves. */
-    static Py_ssize_t _escape_blocks(int kind, const void* d, Py_ssize_t n, void* o, Py_ssize_t* k,
-                                     Py_ssize_t room, const unsigned char* escapes) {
-        static const char hex[] = "0123456789abcdef";
-        Py_ssize_t i = 0, j = *k;
-        unsigned int mask, c, e;
-        const __m128i z = _mm_setzero_si128();
-        if (kind == 1) {
-            const unsigned char* p = (const unsigned char*)d;
-            unsigned char* w = (unsigned char*)o;
-            const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), lo = _mm_set1_epi8(0x1F);
-            while (i + 16 <= n && j + 16 <= room) {
-                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
-                _mm_storeu_si128((__m128i*)(w + j), x);
-                mask = (unsigned)_mm_movemask_epi8(
-                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
-                                 _mm_cmpeq_epi8(_mm_subs_epu8(x, lo), z)));
-                if (!mask) {
-                    i += 16;
-                    j += 16;
-                    continue;
-                }
-                c = (unsigned)__builtin_ctz(mask);
-                i += c;
-                j += c;
-                c = p[i++];
-                e = escapes[c];
-                w[j] = 0x5C;
-                w[j + 1] = (unsigned char)e;
-                if (e == 0x75) {  /* u00XX */
-                    w[j + 2] = 0x30;
-                    w[j + 3] = 0x30;
-                    w[j + 4] = (unsigned char)hex[c >> 4];
-                    w[j + 5] = (unsigned char)hex[c & 15];
-                    j += 6;
-                } else {
-                    j += 2;
-                }
-            }
-        } else if (kind == 2) {
-            const Py_UCS2* p = (const Py_UCS2*)d;
-            Py_UCS2* w = (Py_UCS2*)o;
-            const __m128i q = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C), lo = _mm_set1_epi16(0x1F);
-            while (i + 8 <= n && j + 8 <= room) {
-                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
-                _mm_storeu_si128((__m128i*)(w + j), x);
-                mask = (unsigned)_mm_movemask_epi8(
-                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, b)),
-                                 _mm_cmpeq_epi16(_mm_subs_epu16(x, lo), z)));
-                if (!mask) {
-                    i += 8;
-                    j += 8;
-                    continue;
-                }
-                c = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
-                i += c;
-                j += c;
-                c = p[i++];
-                e = escapes[c];
-                w[j] = 0x5C;
-                w[j + 1] = (Py_UCS2)e;
-                if (e == 0x75) {
-                    w[j + 2] = 0x30;
-                    w[j + 3] = 0x30;
-                    w[j + 4] = (Py_UCS2)hex[c >> 4];
-                    w[j + 5] = (Py_UCS2)hex[c & 15];
-                    j += 6;
-                } else {
-                    j += 2;
-                }
-            }
+    /* One stop of _json_blocks, in text of code unit T: the character at p[i] (a backslash and the one after
+       it, in a Python literal) written at w[j] as JSON writes it. */
+    #define _JSON_STOP(T)                                                       \
+        c = p[i++];                                                             \
+        if (c == 0x5C && escape) {                                              \
+            e = p[i++];  /* ASCII: checked */                                   \
+            if (escape[e] == 1) {                                               \
+                c = escaped[e];                                                 \
+            } else {                                                            \
+                w[j++] = 0x5C;                                                  \
+                w[j++] = 0x5C;                                                  \
+                c = e;                                                          \
+            }                                                                   \
+        }                                                                       \
+        e = c < 128 ? json[c] : 0;                                              \
+        if (!e) {                                                               \
+            w[j++] = (T)c;                                                      \
+        } else if (e != 0x75) {                                                 \
+            w[j] = 0x5C;                                                        \
+            w[j + 1] = (T)e;                                                    \
+            j += 2;                                                             \
+        } else {                                                                \
+            w[j] = 0x5C; w[j + 1] = 0x75; w[j + 2] = 0x30; w[j + 3] = 0x30;     \
+            w[j + 4] = (T)hex[c >> 4];                                          \
+            w[j + 5] = (T)hex[c & 15];                                          \
+            j += 6;                                                             \
         }
-        *k = j;
-        return i;
-    }
-    /* Writes a simple Python literal's body d[i:end) (checked by _literal_k) as the JSON text of its value into
-       o, of the same kind (1 or 2 bytes), from *k, as _escape_blocks writes: blocks stored whole, then past
-       the run to the next quote, backslash or control character. A backslash: a one-character escape
-       (escape[e] == 1) stands for escaped[e], else the backslash is kept; what stands there is written as
-       JSON (json[c]: its escape letter, 'u' for u00XX, 0: as it is). Returns where it stopped in d. */
-    static Py_ssize_t _transcode_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
-                                        Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
-                                        const unsigned char* escaped, const unsigned char* json) {
+    /* Writes d[i:end) (1- or 2-byte text) as JSON string text into o, of the same kind, from *k: each 16-byte
+       block is stored whole, then the position moves past its plain run and the quote, backslash or control
+       character that ends it is written as JSON writes it (json[c]: its escape letter, 'u' for u00XX, 0: as it
+       is). A store that goes past the run is overwritten by what follows, so it must stay inside the output:
+       blocks are written while 16 bytes of room are left before room. With escape (a simple Python literal's
+       body, checked by _literal_k): a backslash and the character e after it stand for escaped[e] when
+       escape[e] == 1, else for both, the backslash kept. Returns where it stopped in d; *k moves. */
+    static Py_ssize_t _json_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
+                                   Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
+                                   const unsigned char* escaped, const unsigned char* json) {
         static const char hex[] = "0123456789abcdef";
         Py_ssize_t j = *k;
         unsigned int mask, c, e;
@@ -379,30 +330,7 @@ cdef extern from *:
                 c = (unsigned)__builtin_ctz(mask);
                 i += c;
                 j += c;
-                c = p[i++];
-                if (c == 0x5C) {
-                    e = p[i++];  /* ASCII: checked */
-                    if (escape[e] == 1) {
-                        c = escaped[e];
-                    } else {
-                        w[j++] = 0x5C;
-                        w[j++] = 0x5C;
-                        c = e;
-                    }
-                }
-                e = c < 128 ? json[c] : 0;
-                if (!e) {
-                    w[j++] = (unsigned char)c;
-                } else if (e != 0x75) {
-                    w[j] = 0x5C;
-                    w[j + 1] = (unsigned char)e;
-                    j += 2;
-                } else {
-                    w[j] = 0x5C; w[j + 1] = 0x75; w[j + 2] = 0x30; w[j + 3] = 0x30;
-                    w[j + 4] = (unsigned char)hex[c >> 4];
-                    w[j + 5] = (unsigned char)hex[c & 15];
-                    j += 6;
-                }
+                _JSON_STOP(unsigned char)
             }
         } else if (kind == 2) {
             const Py_UCS2* p = (const Py_UCS2*)d;
@@ -422,30 +350,7 @@ cdef extern from *:
                 c = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
                 i += c;
                 j += c;
-                c = p[i++];
-                if (c == 0x5C) {
-                    e = p[i++];  /* ASCII: checked */
-                    if (escape[e] == 1) {
-                        c = escaped[e];
-                    } else {
-                        w[j++] = 0x5C;
-                        w[j++] = 0x5C;
-                        c = e;
-                    }
-                }
-                e = c < 128 ? json[c] : 0;
-                if (!e) {
-                    w[j++] = (Py_UCS2)c;
-                } else if (e != 0x75) {
-                    w[j] = 0x5C;
-                    w[j + 1] = (Py_UCS2)e;
-                    j += 2;
-                } else {
-                    w[j] = 0x5C; w[j + 1] = 0x75; w[j + 2] = 0x30; w[j + 3] = 0x30;
-                    w[j + 4] = (Py_UCS2)hex[c >> 4];
-                    w[j + 5] = (Py_UCS2)hex[c & 15];
-                    j += 6;
-                }
+                _JSON_STOP(Py_UCS2)
             }
         }
         *k = j;
@@ -512,13 +417,9 @@ cdef extern from *:
     static Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) {
         return -1;  /* the caller counts */
     }
-    static Py_ssize_t _escape_blocks(int kind, const void* d, Py_ssize_t n, void* o, Py_ssize_t* k,
-                                     Py_ssize_t room, const unsigned char* escapes) {
-        return 0;  /* the caller writes it all */
-    }
-    static Py_ssize_t _transcode_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
-                                        Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
-                                        const unsigned char* escaped, const unsigned char* json) {
+    static Py_ssize_t _json_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
+                                   Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
+                                   const unsigned char* escaped, const unsigned char* json) {
         return i;  /* the caller writes it all */
     }
     static CYTHON_INLINE Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
@@ -529,11 +430,9 @@ cdef extern from *:
     """
     Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n, unsigned int quote) noexcept nogil
     Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) noexcept nogil
-    Py_ssize_t _escape_blocks(int kind, const void* d, Py_ssize_t n, void* o, Py_ssize_t* k,
-                              Py_ssize_t room, const unsigned char* escapes) noexcept nogil
-    Py_ssize_t _transcode_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o, Py_ssize_t* k,
-                                 Py_ssize_t room, const unsigned char* escape, const unsigned char* escaped,
-                                 const unsigned char* json) noexcept nogil
+    Py_ssize_t _json_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o, Py_ssize_t* k,
+                            Py_ssize_t room, const unsigned char* escape, const unsigned char* escaped,
+                            const unsigned char* json) noexcept nogil
     Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
                            const unsigned char* vecs) noexcept nogil
     int STOP_RUN_BYTES
@@ -1744,7 +1643,7 @@ cdef Py_ssize_t _json_write(str s, int okind, void* o, Py_ssize_t k, Py_ssize_t 
     PyUnicode_WRITE(okind, o, k, 0x22)
     k += 1
     if okind == kind:
-        i = _escape_blocks(kind, d, n, o, &k, room, JSON_ESCAPES)
+        i = _json_blocks(kind, d, 0, n, o, &k, room, NULL, NULL, JSON_ESCAPES)
     while i < n:
         j = _string_run(kind, d, n, i)
         if okind == kind:
@@ -1935,11 +1834,11 @@ cdef Py_ssize_t _transcode_k(const uchar* d, Py_ssize_t i, Py_ssize_t end, uchar
                              Py_ssize_t room) noexcept nogil:
     """Write a simple literal's body ``d[i:end]`` (``_literal_k`` read it) as the JSON text of its value, without
     quotes, into ``out`` from ``k`` (``room`` characters, all written after this but for those before ``k``):
-    block by block (``_transcode_blocks``), then run by run. The index after it."""
+    block by block (``_json_blocks``), then run by run. The index after it."""
     cdef Py_ssize_t j
     cdef uint32_t c, e
     if uchar is not uint32_t:
-        i = _transcode_blocks(sizeof(uchar), d, i, end, out, &k, room, PY_ESCAPE, PY_ESCAPED, JSON_ESCAPES)
+        i = _json_blocks(sizeof(uchar), d, i, end, out, &k, room, PY_ESCAPE, PY_ESCAPED, JSON_ESCAPES)
     while True:
         j = _run_k(d, end, i)
         memcpy(out + k, d + i, (j - i) * sizeof(uchar))
