@@ -298,6 +298,24 @@ def test_a_lexer_stop_anywhere_in_a_body_run(impl, filler):
                     assert feed_in_pieces(impl, text, cuts)[:3] == whole, (before, stop, text, cuts)
 
 
+# Before a block's JSON object opens, only "{" and the literals' first characters matter to the lexer (a quote or
+# a bracket there is read as nothing): the run it skips is cut by "{" alone, and a closer after it in a JSON
+# string is then inside the string. A call array whose object opens after a run of every length, in text of
+# each filler's kind, the closer in the arguments.
+@pytest.mark.parametrize("filler", FILLERS)
+def test_the_json_object_opens_after_a_run_before_it(impl, filler):
+    for before in range(34):
+        pad = " \n"[before % 2] * before  # JSON whitespace: the text's kind is the filler's, in the value
+        value = f'"]}} [ {filler * 3}</tool_call>"'
+        text = f'<tool_call>[ \n {pad}{{"name": "f", "arguments": {{"a": {value}}}}}]</tool_call>'  # Granite's array
+        parsed = parse(text)
+        want = ("", [("f", {"a": json.loads(value)})])
+        assert (parsed.content, [(c.name, json.loads(c.arguments)) for c in parsed.calls]) == want, text
+        whole = (parsed.content, parsed.reasoning, [(c.name, c.arguments) for c in parsed.calls])
+        for cuts in ([len(text) // 2], range(5, len(text), 11)):
+            assert feed_in_pieces(impl, text, cuts)[:3] == whole, (before, text, cuts)
+
+
 # --- the grammars: arguments as written, equal as JSON to reading and writing them again --------------
 
 

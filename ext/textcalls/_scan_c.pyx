@@ -441,6 +441,10 @@ _STOP_RUN_BYTES = STOP_RUN_BYTES  # the build's block: 16 (SSE2) or 8 (checked b
 
 
 cdef enum:
+    LEX_IN_JSON = 0      # _CSpec.lex_stop's sets: in a block's JSON (or a body with none)
+    LEX_BEFORE_JSON = 1  # before its JSON object opens
+
+cdef enum:
     SLICE_WIDE_MIN = 64  # a shorter slice of wide text is made by Cython's slicing (the setup would cost more)
 
 
@@ -560,11 +564,12 @@ cdef class _CSpec:
     cdef bint* has_starts       # per block kind: the body's first character is restricted
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
-    cdef bint lex_stop[128]     # what _lex must look at outside a JSON string: closers' and literals' first
-    #                             characters, the quote and brackets (all ASCII: others are skipped)
-    cdef unsigned char lex_vecs[2][8 * 16]  # lex_stop's characters (repeated to fill 8), when at most 8, as
+    cdef bint lex_stop[2][128]  # what _lex must look at outside a JSON string: closers' and literals' first
+    #                             characters and the quote and brackets [0], or only "{" [1] before the body's JSON
+    #                             object (LEX_BEFORE_JSON; all ASCII: others are skipped)
+    cdef unsigned char lex_vecs[2][2][8 * 16]  # each set's characters (repeated to fill 8), when at most 8, as
     #                             _past_chars reads them: 16 bytes each, in 1- and 2-byte text (little-endian)
-    cdef bint lex_blocks        # lex_vecs holds them: a run is skipped block by block first
+    cdef bint lex_blocks[2]     # lex_vecs holds the set's: a run is skipped block by block first
     cdef bint strong_first[128]
     cdef bint anchors[128]      # word openers' anchors (their literal is looked for before it)
     cdef Py_UCS4 first_chars[FIRST_MAX]
@@ -609,7 +614,8 @@ cdef class _CSpec:
                 and self.has_starts and self.starts and self.dialect_blocks and self.dialect_lo):
             raise MemoryError()
         for c in range(128):
-            self.lex_stop[c] = chr(c) in '"{}[]'
+            self.lex_stop[LEX_IN_JSON][c] = chr(c) in '"{}[]'
+            self.lex_stop[LEX_BEFORE_JSON][c] = c == 0x7B
             self.first[c] = False
             self.strong_first[c] = False
             self.anchors[c] = False
@@ -694,13 +700,15 @@ cdef class _CSpec:
                 m.literal for m in table.markers]:
             if ord(text[0]) >= 128:
                 raise ValueError(f"a block or marker literal must start with an ASCII character: {text!r}")
-            self.lex_stop[ord(text[0])] = True
-        lex_chars = [c for c in range(128) if self.lex_stop[c]]
-        self.lex_blocks = len(lex_chars) <= 8
-        if self.lex_blocks:
-            for c in range(8 * 16):
-                self.lex_vecs[0][c] = lex_chars[(c // 16) % len(lex_chars)]  # 16 in a block
-                self.lex_vecs[1][c] = lex_chars[(c // 16) % len(lex_chars)] if c % 2 == 0 else 0  # 8 of 2 bytes
+            self.lex_stop[LEX_IN_JSON][ord(text[0])] = True
+            self.lex_stop[LEX_BEFORE_JSON][ord(text[0])] = True
+        for f in (LEX_IN_JSON, LEX_BEFORE_JSON):
+            lex_chars = [c for c in range(128) if self.lex_stop[f][c]]
+            self.lex_blocks[f] = len(lex_chars) <= 8
+            if self.lex_blocks[f]:
+                for c in range(8 * 16):
+                    self.lex_vecs[f][0][c] = lex_chars[(c // 16) % len(lex_chars)]  # 16 in a block
+                    self.lex_vecs[f][1][c] = lex_chars[(c // 16) % len(lex_chars)] if c % 2 == 0 else 0  # 8 of 2
         cdef int variant
         cdef bint fences, tools, other
         for variant in range(4):
@@ -2926,6 +2934,7 @@ cdef class StreamScrubber:
         cdef _CSpec spec = self._spec
         cdef int own = spec.block_entry[self._kind]  # meeting its own opener again ends a block too
         cdef Py_UCS4 c
+        cdef int f  # the lex_stop set that holds
         cdef int r
         cdef bint lead
         cdef Py_ssize_t w
@@ -2946,9 +2955,11 @@ cdef class StreamScrubber:
                 p += 1
                 continue
             if not self._at_start:  # past the body's first character: a run none of the checks below sees, at once
-                if spec.lex_blocks and kind <= 2:
-                    p = _past_chars(kind, d, p, end, spec.lex_vecs[kind - 1])
-                p = _past_run(kind, d, p, end, spec.lex_stop)
+                # (before the body's JSON object only "{" and the literals matter: "[" only as the first character)
+                f = LEX_BEFORE_JSON if self._before_json else LEX_IN_JSON
+                if spec.lex_blocks[f] and kind <= 2:
+                    p = _past_chars(kind, d, p, end, spec.lex_vecs[f][kind - 1])
+                p = _past_run(kind, d, p, end, spec.lex_stop[f])
                 if p >= end:
                     break
             c = PyUnicode_READ(kind, d, p)
