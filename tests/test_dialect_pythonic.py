@@ -548,7 +548,7 @@ def test_a_single_quoted_string_ends_and_reads_as_python_reads_it(quote, string,
             assert literal_value(text[:end]) == value
 
 
-# --- simple_literal: the one-pass reader of most literals (both implementations) -------------------------------
+# --- simple_literal_json: most long literals, written as JSON in one pass (both implementations) -------------
 
 SIMPLE = [  # (text, the quote's index, (end, value) by Python's rules, or None: not simple)
     ("'ab'", 0, (4, "ab")),
