@@ -115,6 +115,32 @@ def test_text_after_a_block_makes_the_sections_end_marker_text(impl, between):
     assert s.removed == 3
 
 
+@pytest.mark.parametrize("between", [" x", "x", " ok "])
+def test_text_after_a_block_and_the_start_of_a_marker_in_one_delta(impl, between):
+    # the text shown before the held start of an after-marker ends the block's wait for it, as text in a
+    # delta of its own does
+    block = DS_SEC_OPEN + DS_OPEN + "get" + DS_SEP + '{"a": 1}' + DS_CLOSE
+    for cut in range(1, len(DS_SEC_CLOSE)):
+        s = impl.StreamScrubber()
+        assert s.feed(block) == ""
+        assert s.feed(between + DS_SEC_CLOSE[:cut]) == between
+        assert s.feed(DS_SEC_CLOSE[cut:]) + s.feed(" y") + s.flush() == DS_SEC_CLOSE + " y"
+        assert s.removed == 2
+    s = impl.StreamScrubber()
+    assert s.feed(block) + s.feed("  " + DS_SEC_CLOSE[:3]) + s.feed(DS_SEC_CLOSE[3:] + " y") + s.flush() == "   y"
+    assert s.removed == 3  # only whitespace between: the marker is the section's end
+
+
+def test_markup_in_a_code_fence_is_shown_as_it_arrives(impl):
+    s = impl.StreamScrubber()
+    assert s.feed("```\n") == "```\n"
+    assert s.feed("a <tool") == "a <tool"  # in a fence no literal can begin: nothing is held
+    assert s.feed('_call>{"name": "x"}</tool_call>\n') == '_call>{"name": "x"}</tool_call>\n'
+    assert s.feed("```\nb <tool") == "```\nb "  # the fence closed: held again
+    assert s.flush() == "<tool"
+    assert s.calls == []
+
+
 def test_feed_after_flush_is_an_error(impl):
     s = impl.StreamScrubber()
     s.feed("a")

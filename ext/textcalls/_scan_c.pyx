@@ -2368,14 +2368,22 @@ cdef class StreamScrubber:
 
     cdef str _unquiet(self, str s, int kind, const void* data, Py_ssize_t n):
         """``_run(s, False)`` for a text of content (nothing held, open or pending) that the screen did not
-        pass; a text that is all the start of a literal (a marker split over deltas) is held without it.
-        (``_outside`` reaches ``_candidate`` at its first character only outside a code fence, and, with
-        tools, when that is not a ``{`` or ``[`` that may begin a bare call.)"""
-        cdef Py_UCS4 c = PyUnicode_READ(kind, data, 0) if n else 0
-        if n and not self._fence and not self._words and not (self._trail and (c == 0x7B or c == 0x5B)) and (
-                self._spec.ends_inside(kind, data, n)):
-            self._held = s  # _candidate holds at its first character: nothing emitted, _pos stays
-            return ""
+        pass. A short text that ends with the start of a literal (a marker split over deltas) from the first
+        character the screen stops at shows what is before it and holds the rest without it: ``_outside``
+        passes the characters before as the screen does, and ``_candidate`` holds there (outside a code
+        fence; with tools, not at a ``{`` or ``[`` that may begin a bare call; the text shown ends a block's
+        wait for its next one as ``_emit`` would, so only with none waiting)."""
+        cdef Py_ssize_t k = self._loud_at(kind, data, n) if n <= SHORT_DELTA else 0
+        cdef Py_UCS4 c = PyUnicode_READ(kind, data, k) if k < n else 0
+        if k < n and not self._fence and not self._words and not (self._trail and (c == 0x7B or c == 0x5B)) and (
+                k == 0 or self._after_block < 0) and (
+                self._spec.ends_inside(kind, <const char*>data + k * kind, n - k)):
+            if k == 0:
+                self._held = s  # nothing shown, _pos stays
+                return ""
+            self._held = s[k:]
+            self._shown(kind, data, k)
+            return s[:k]
         return self._run(s, False)
 
     cdef inline void _shown(self, int kind, const void* data, Py_ssize_t n) noexcept:
@@ -2394,7 +2402,6 @@ cdef class StreamScrubber:
         (no literal starts with it and the one or two characters after it, as ``_candidate`` tests first:
         ``<div``, ``a <d``): one pass."""
         cdef const Py_UCS1* p1
-        cdef Py_UCS4 c
         cdef Py_ssize_t k
         cdef unsigned char any_stop = 0
         if kind == 1:
@@ -2403,17 +2410,26 @@ cdef class StreamScrubber:
                 any_stop |= self._stop[p1[k]]
             if not any_stop:
                 return True
+        return self._loud_at(kind, data, n) == n
+
+    cdef Py_ssize_t _loud_at(self, int kind, const void* data, Py_ssize_t n) noexcept:
+        """The index of the first character ``_quiet_short`` does not pass; ``n`` if none."""
+        cdef const Py_UCS1* p1
+        cdef Py_UCS4 c
+        cdef Py_ssize_t k
+        if kind == 1:
+            p1 = <const Py_UCS1*>data
             for k in range(n):
                 if self._stop[p1[k]] and not (
                         self._lit_only[p1[k]] and k + 1 < n and self._spec.starts_nothing(kind, data, n, k, p1[k])):
-                    return False
-            return True
+                    return k
+            return n
         for k in range(n):
             c = PyUnicode_READ(kind, data, k)
             if c < 128 and self._stop[c] and not (
                     self._lit_only[c] and k + 1 < n and self._spec.starts_nothing(kind, data, n, k, c)):
-                return False
-        return True
+                return k
+        return n
 
     cdef bint _quiet(self, int kind, const void* data, Py_ssize_t n) noexcept:
         """No character of ``_stop`` in the delta: one search per character (memchr for long deltas)."""
