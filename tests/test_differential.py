@@ -1029,7 +1029,9 @@ def scrub(mod, deltas: list, opts: dict) -> dict:
             out = s.feed(d)
             fed += len(d)
         taken = s.take_events()
-        feeds.append((out, s.take_reasoning(), len(s.calls), [masked(e) for e in taken]))
+        reasoning = s.take_reasoning()
+        assert canonical(out) and canonical(reasoning), (out, reasoning)
+        feeds.append((out, reasoning, len(s.calls), [masked(e) for e in taken]))
         events.append((fed, taken))
     return {
         "feeds": feeds,
@@ -1041,6 +1043,13 @@ def scrub(mod, deltas: list, opts: dict) -> dict:
         "abandoned": s.abandoned,
         "objects": list(s.calls),
     }
+
+
+def canonical(text: str) -> bool:
+    """``text`` is a ``str`` as CPython makes it: of the narrowest kind, ASCII exactly when its characters are
+    (a string the scanner built with a wrong largest character compares unequal, or encodes wrongly)."""
+    again = text.encode("utf-32-le", "surrogatepass").decode("utf-32-le", "surrogatepass")
+    return text == again and text.isascii() == again.isascii()
 
 
 def masked(event: tuple) -> tuple:

@@ -495,6 +495,19 @@ cdef str _slice(str s, Py_ssize_t lo, Py_ssize_t hi):
     return out
 
 
+cdef str _joined(str a, str b):
+    """``a + b`` for two exact ``str``: when both have the same kind, one string of the wider largest
+    character and two copies (``+`` goes through the number protocol first, then checks more)."""
+    cdef int kind = PyUnicode_KIND(a)
+    cdef Py_ssize_t na = PyUnicode_GET_LENGTH(a), nb = PyUnicode_GET_LENGTH(b)
+    if kind != PyUnicode_KIND(b) or na == 0 or nb == 0:
+        return a + b
+    cdef str out = PyUnicode_New(na + nb, max(PyUnicode_MAX_CHAR_VALUE(a), PyUnicode_MAX_CHAR_VALUE(b)))
+    memcpy(<void*>PyUnicode_DATA(out), PyUnicode_DATA(a), na * kind)  # (filled here before it is seen)
+    memcpy(<char*>PyUnicode_DATA(out) + na * kind, PyUnicode_DATA(b), nb * kind)
+    return out
+
+
 cdef inline Py_ssize_t _line_after(Py_ssize_t line, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
     """The line state after text[start:end], from ``line`` before it: how many spaces (0-3) the current
     line has had and nothing else, or -1. Only the end of the text is read."""
@@ -2348,11 +2361,11 @@ cdef class StreamScrubber:
                     self._pos += n
                     self._memo_s = None
                     return ""
-            return self._run(self._held + delta if PyUnicode_GET_LENGTH(self._held) else delta, False)
+            return self._run(_joined(self._held, delta) if PyUnicode_GET_LENGTH(self._held) else delta, False)
         if PyUnicode_GET_LENGTH(self._held):  # a held candidate: the text is it and the delta
             if PyUnicode_GET_LENGTH(self._held) + PyUnicode_GET_LENGTH(delta) > SHORT_DELTA:
-                return self._run(self._held + delta, False)
-            delta = self._held + delta
+                return self._run(_joined(self._held, delta), False)
+            delta = _joined(self._held, delta)
             self._held = ""
         # what _run would give when nothing in the text can begin markup: the text itself
         n = PyUnicode_GET_LENGTH(delta)
