@@ -121,8 +121,8 @@ cdef inline int _match(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, cons
     cdef Py_ssize_t m = min(n - i, lit.n)  # the characters both have
     if m <= 0:
         return -1 if lit.n else 1
-    if PyUnicode_READ(kind, d, i) != lit.ch[0]:
-        return 0
+    if PyUnicode_READ(kind, d, i) != lit.ch[0] or PyUnicode_READ(kind, d, i + m - 1) != lit.ch[m - 1]:
+        return 0  # (literals that share a start mostly differ where the text or the shorter ends)
     if kind == 1:
         if m > lit.n1 or memcmp(<const Py_UCS1*>d + i, lit.u1, m):
             return 0
