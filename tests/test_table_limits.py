@@ -3,8 +3,9 @@ that name the entry; the Cython scanner is built for the same limits."""
 
 import pytest
 
-from textcalls import markers
+from textcalls import markers, parse
 from textcalls.markers import BLOCKS, MARKERS, Block, Marker, check_limits
+from textcalls.options import Options
 
 
 def test_the_shipped_table_is_within_its_limits():
@@ -42,3 +43,45 @@ def test_too_many_first_characters():
 def test_the_extension_is_built_for_these_limits():
     _scan_c = pytest.importorskip("textcalls._scan_c")
     assert _scan_c.TABLE_LIMITS == (markers.LITERAL_MAX, markers.FIRST_CHARS_MAX)
+
+
+@pytest.fixture
+def colliding(monkeypatch):
+    """Hermes with markers whose second characters share the low six bits with ``t`` (0x74, of
+    ``<tool_call`` and the marker ``<tk>``) after the same ``<``: ``4`` (0x34) and ``ô`` (0xF4, a wide
+    second character). The Cython scanner's second-character look-up (``_CSpec.pair_at``) finds that slot
+    shared and tells them apart by a binary search; no shipped table has such a slot."""
+    from textcalls import _table
+
+    extra = (Marker("hermes", "<4>", before=True), Marker("hermes", "<ôk>", always=True))
+    extra += (Marker("hermes", "<tk>", always=True),)
+    monkeypatch.setattr(_table, "MARKERS", (*MARKERS, *extra))
+    _table._table.cache_clear()
+    yield Options(formats=("hermes",))
+    monkeypatch.undo()
+    _table._table.cache_clear()
+
+
+CALL = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "markup"),
+    [
+        (f"a <4>{CALL} b", "a  b", 2),  # the marker right before the opener, and the block
+        (f"a {CALL} b", "a  b", 1),
+        ("x <4> y <4 <t <tool <ô <ôk <ő <Ŵ <", "x <4> y <4 <t <tool <ô <ôk <ő <Ŵ <", 0),  # (Ŵ: 0x174, ő: 0x151)
+        ("x <ôk> y", "x  y", 1),
+        (f"<ôk>{CALL}<4>", "<4>", 2),
+        ("Ŵ<Ŵk><ôk>", "Ŵ<Ŵk>", 1),
+        (f"<tk>{CALL}<t <tk", "<t <tk", 2),
+    ],
+)
+def test_literals_whose_second_characters_share_a_slot(impl, colliding, text, content, markup):
+    parsed = parse(text, options=colliding)
+    assert (parsed.content, parsed.removed) == (content.strip(), markup)
+    assert [(c.name, c.arguments) for c in parsed.calls] == ([("f", '{"a": 1}')] if CALL in text else [])
+    for cut in range(len(text) + 1):
+        s = impl.StreamScrubber(options=colliding)
+        assert s.feed(text[:cut]) + s.feed(text[cut:]) + s.flush() == content
+        assert s.removed == markup

@@ -65,6 +65,7 @@ cdef extern from "Python.h":
 cdef enum:
     LIT_MAX = 40     # markers.LITERAL_MAX: the longest literal
     FIRST_MAX = 8    # markers.FIRST_CHARS_MAX: distinct first characters
+    PAIR_HASH = 64   # _CSpec.pair_at's row: second characters by their low bits
     MAX_DEPTH_ARRAY = 1002  # relaxed_json.MAX_DEPTH + 2: the repairs' bracket stack
     SHORT_DELTA = 32  # a delta this long or shorter is screened in one pass, a longer one by memchr per character
     QUIET_MAX = 16   # Options.quiet: literals' first characters (FIRST_MAX), '{' and '['
@@ -552,6 +553,7 @@ ctypedef struct Entry:
     bint always         # markers: markup wherever it stands
     Py_UCS4 anchor      # word openers (functools): found at this character after them; 0 for the others
     int dialect
+    int pair_end        # one past the last entry that starts with this one's first two characters
 
 
 @cython.final
@@ -590,6 +592,10 @@ cdef class _CSpec:
     cdef bint pair_wide[128]    # some literal starts with this character and a non-ASCII one
     cdef bint triple[4096]      # some literal starts with three characters of this hash (_triple)
     cdef int first_lo[128]      # entries [first_lo, first_hi) start with this character
+    cdef int first_slot[128]    # the index of a first character in first_chars
+    # by first character's slot and second character's low bits (PAIR_HASH): the first entry that starts
+    # with those two characters; -1 none; -2 two second characters meet here (a binary search tells them)
+    cdef int pair_at[FIRST_MAX][PAIR_HASH]
     # a scrubber's characters to stop at in content, by 2 * code_fences + (tools given): the literals'
     # first characters, the backtick with code fences, '{' and '[' with tools (bare calls)
     cdef unsigned char stop[4][128]
@@ -603,7 +609,7 @@ cdef class _CSpec:
     cdef int n_all              # entries [n_entries, n_all): word openers, found at their anchor, not dispatched
 
     def __cinit__(self, table):
-        cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c
+        cdef int nb = len(table.blocks), nm = len(table.markers), e = 0, c, f
         cdef Entry* en
         self.table = table
         self.n_entries = nb + nm
@@ -677,6 +683,7 @@ cdef class _CSpec:
                     if self.n_first == FIRST_MAX:
                         raise ValueError(f"at most {FIRST_MAX} distinct first characters")
                     self.first[en.anchor] = True
+                    self.first_slot[en.anchor] = self.n_first
                     self.first_chars[self.n_first] = en.anchor
                     self.n_first += 1
                 e += 1
@@ -686,6 +693,7 @@ cdef class _CSpec:
                     raise ValueError(f"at most {FIRST_MAX} distinct first characters")
                 self.first_lo[ord(text[0])] = e
                 self.first[ord(text[0])] = True
+                self.first_slot[ord(text[0])] = self.n_first
                 self.first_chars[self.n_first] = ord(text[0])
                 self.n_first += 1
             if en.strong:
@@ -701,6 +709,22 @@ cdef class _CSpec:
             self.longest = max(self.longest, len(text))
             e += 1
             self.first_hi[ord(text[0])] = e
+        for f in range(FIRST_MAX):
+            for c in range(PAIR_HASH):
+                self.pair_at[f][c] = -1
+        for e in reversed(range(self.n_entries)):  # (sorted by their first two characters: groups)
+            en = &self.entries[e]
+            if e + 1 < self.n_entries and en.lit.ch[0] == self.entries[e + 1].lit.ch[0] and (
+                    en.lit.ch[1] == self.entries[e + 1].lit.ch[1]):
+                en.pair_end = self.entries[e + 1].pair_end
+            else:
+                en.pair_end = e + 1
+        for e in range(self.n_entries):
+            en = &self.entries[e]
+            if e == 0 or en.lit.ch[0] != self.entries[e - 1].lit.ch[0] or en.lit.ch[1] != self.entries[e - 1].lit.ch[1]:
+                f = self.first_slot[en.lit.ch[0]]
+                c = <int>en.lit.ch[1] & (PAIR_HASH - 1)
+                self.pair_at[f][c] = e if self.pair_at[f][c] == -1 else -2
         c = 0
         for f in range(len(self.dialects)):
             self.dialect_lo[f] = c
@@ -779,12 +803,24 @@ cdef class _CSpec:
             c2 = PyUnicode_READ(kind, d, 1)
             if not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2]):
                 return False
-            lo = self.lower_bound(lo, hi, c2)
-            hi = self.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
+            self.pair_range(c, c2, &lo, &hi)
         for e in range(lo, hi):
             if _match(kind, d, n, 0, &self.entries[e].lit) == -1:
                 return True
         return False
+
+    cdef inline void pair_range(self, Py_UCS4 c, Py_UCS4 c2, int* lo, int* hi) noexcept:
+        """[lo, hi): the entries that start with ``c`` (a literal's first character) and ``c2``, given that
+        some do (``pair``, ``pair_wide``): second-character dispatch, a look-up (a binary search where two
+        second characters share ``pair_at``'s slot)."""
+        cdef int at = self.pair_at[self.first_slot[c]][<int>c2 & (PAIR_HASH - 1)]
+        if at == -2:  # (entries are sorted by their second character within the first's)
+            lo[0] = self.lower_bound(self.first_lo[c], self.first_hi[c], c2)
+            hi[0] = self.lower_bound(lo[0], self.first_hi[c], <Py_UCS4>(<int>c2 + 1))
+        elif at >= 0 and self.entries[at].lit.ch[1] == c2:
+            lo[0], hi[0] = at, self.entries[at].pair_end
+        else:  # (pair_wide: another wide second character)
+            lo[0] = hi[0] = self.first_lo[c]
 
     cdef inline int lower_bound(self, int lo, int hi, Py_UCS4 c2) noexcept:
         """The first entry in [lo, hi) (sorted by second character) whose second character is >= c2."""
@@ -838,9 +874,8 @@ cdef class _CSpec:
                 c2 = PyUnicode_READ(kind, d, i + 1)
                 if not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2]):
                     hi = lo
-                else:  # (entries are sorted by their second character within the first's)
-                    lo = self.lower_bound(lo, hi, c2)
-                    hi = self.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
+                else:
+                    self.pair_range(c, c2, &lo, &hi)
         for e in range(lo, hi):
             if self.entries[e].strong or e == own:
                 r = self.tag_at(kind, d, n, i, &self.entries[e])
@@ -2780,8 +2815,7 @@ cdef class StreamScrubber:
             c2 = PyUnicode_READ(kind, d, i + 1)
             if not (spec.pair_wide[c] if c2 >= 128 else spec.pair[c][c2]):
                 return C_PROSE
-            lo = spec.lower_bound(lo, hi, c2)
-            hi = spec.lower_bound(lo, hi, <Py_UCS4>(<int>c2 + 1))
+            spec.pair_range(c, c2, &lo, &hi)
         # a literal the text ends inside holds the stream (none can when the longest fits)
         if not final and n - i < spec.longest:
             for e in range(lo, hi):
