@@ -1,5 +1,6 @@
 """StreamScrubber: emission, hold-back, calls and limits, on both implementations."""
 
+import itertools
 import json
 
 import pytest
@@ -72,6 +73,22 @@ def test_partial_markers_are_held_at_every_boundary(impl):
         for k in range(1, len(marker)):
             s = impl.StreamScrubber()
             assert s.feed("x" + marker[:k]) == "x"
+
+
+@pytest.mark.parametrize("literal", ["<|return|>", "<|channel|>final<|message|>"])
+def test_a_marker_fed_in_pieces_is_removed_by_the_delta_that_ends_it(impl, literal):
+    # markup wherever it stands (always): held while the deltas go on with it, removed once it is whole
+    for cuts in itertools.combinations(range(1, len(literal)), 2):
+        pieces = [literal[a:b] for a, b in zip((0, *cuts), (*cuts, len(literal)), strict=True)]
+        s = impl.StreamScrubber()
+        assert s.feed("a " + pieces[0]) == "a "
+        assert s.feed(pieces[1]) == ""
+        assert (s.feed(pieces[2]), s.removed) == ("", 1)
+        assert (s.feed(" b"), s.flush()) == (" b", "")
+    for cut in range(1, len(literal) - 1):  # all but its last character: released at the end
+        s = impl.StreamScrubber()
+        assert [s.feed("a " + literal[:cut]), s.feed(literal[cut:-1]), s.flush()] == ["a ", "", literal[:-1]]
+        assert s.removed == 0
 
 
 def test_a_lone_angle_bracket_is_released_once_decided(impl):

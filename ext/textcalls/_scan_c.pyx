@@ -135,6 +135,17 @@ cdef inline int _match(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, cons
     return 1 if m == lit.n else -1
 
 
+cdef inline bint _goes_on(const Lit* lit, Py_ssize_t m, int kind, const void* d, Py_ssize_t n) noexcept nogil:
+    """The literal's first ``m`` characters and the text are a proper prefix of it."""
+    cdef Py_ssize_t k
+    if m + n >= lit.n:
+        return False
+    for k in range(n):
+        if PyUnicode_READ(kind, d, k) != lit.ch[m + k]:
+            return False
+    return True
+
+
 cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize_t end, Py_UCS4 ch) noexcept nogil:
     """Index of ``ch`` in [start, end), or -1. Wide text (2- and 4-byte kinds) is searched by ``memchr``
     for one byte of ``ch``, each hit checked: linear, at memchr's speed but for such hits."""
@@ -606,6 +617,7 @@ cdef class _CSpec:
     cdef int n_first
     cdef Py_ssize_t longest
     cdef list dialects
+    cdef list texts             # the entries' literals
     cdef int n_all              # entries [n_entries, n_all): word openers, found at their anchor, not dispatched
 
     def __cinit__(self, table):
@@ -655,6 +667,7 @@ cdef class _CSpec:
         self.n_entries = len(items)
         items += [(b.opener, True, k, b) for k, b in enumerate(table.blocks) if b.anchor is not None]
         self.n_all = len(items)
+        self.texts = [it[0] for it in items]
         for text, is_block, k, obj in items:
             if ord(text[0]) >= 128 or len(text) < 2:
                 raise ValueError(f"a marker literal must start with an ASCII character and be 2+ long: {text!r}")
@@ -791,23 +804,24 @@ cdef class _CSpec:
             return not self.triple[_triple(c, c2, PyUnicode_READ(kind, d, i + 2))]
         return not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2])
 
-    cdef bint ends_inside(self, int kind, const void* d, Py_ssize_t n) noexcept:
-        """The text (of at least one character) is a proper prefix of a literal: ``_candidate`` holds it
-        whole at its first character (the triple test passes where a literal starts so)."""
+    cdef int prefix_of(self, int kind, const void* d, Py_ssize_t n) noexcept:
+        """The first entry whose literal the text (of at least one character) is a proper prefix of, or -1:
+        ``_candidate`` holds such a text whole at its first character (the triple test passes where a
+        literal starts so)."""
         cdef Py_UCS4 c = PyUnicode_READ(kind, d, 0), c2
         cdef int lo, hi, e
         if n >= self.longest or c >= 128 or not self.first[c]:
-            return False
+            return -1
         lo, hi = self.first_lo[c], self.first_hi[c]
         if n >= 2:
             c2 = PyUnicode_READ(kind, d, 1)
             if not (self.pair_wide[c] if c2 >= 128 else self.pair[c][c2]):
-                return False
+                return -1
             self.pair_range(c, c2, &lo, &hi)
         for e in range(lo, hi):
             if _match(kind, d, n, 0, &self.entries[e].lit) == -1:
-                return True
-        return False
+                return e
+        return -1
 
     cdef inline void pair_range(self, Py_UCS4 c, Py_UCS4 c2, int* lo, int* hi) noexcept:
         """[lo, hi): the entries that start with ``c`` (a literal's first character) and ``c2``, given that
@@ -2186,6 +2200,11 @@ cdef class StreamScrubber:
     cdef object _ctx
     cdef str _unknown
     cdef str _held            # unresolved text: a candidate opener, or a block body's undecided tail
+    # in content, a held text that is a proper prefix of the literal of entry _held_lit - 1 (0: none, as in a
+    # scrubber whose __init__ was not run), _held_n long: deltas that go on with the literal only lengthen it
+    # (feed); _held is brought up to it when read (_own_held)
+    cdef int _held_lit
+    cdef Py_ssize_t _held_n
     cdef bint _closed
     cdef bint _busy           # a call is running: a second one at the same time raises (_enter)
     cdef Py_ssize_t _pos      # stream offset of _held[0]
@@ -2254,6 +2273,7 @@ cdef class StreamScrubber:
         self.malformed = 0
         self.max_block = settings.max_block
         self._held = ""
+        self._held_lit = 0
         self._closed = False
         self._pos = 0
         self._after_block = -1
@@ -2354,6 +2374,11 @@ cdef class StreamScrubber:
                         self._shown(kind, data, n)
                         return delta
                     screened = True
+            elif self._held_lit and not self._busy and PyUnicode_CheckExact(delta):
+                n = PyUnicode_GET_LENGTH(delta)
+                if self._goes_on_with_literal(PyUnicode_KIND(delta), PyUnicode_DATA(delta), n):
+                    self._held_n += n  # what _feed would do: the held text and the delta, held
+                    return ""
         self._enter()
         try:
             return self._unquiet(delta, kind, data, n) if screened else self._feed(delta)
@@ -2371,10 +2396,23 @@ cdef class StreamScrubber:
             self._plain = self._settled()
             self._busy = False
 
+    cdef inline bint _goes_on_with_literal(self, int kind, const void* data, Py_ssize_t n) noexcept:
+        """The held text (``_held_lit``, ``_held_n``) and the delta are still a proper prefix of that literal."""
+        return _goes_on(&self._spec.entries[self._held_lit - 1].lit, self._held_n, kind, data, n)
+
+    cdef inline int _own_held(self) except -1:
+        """``_held`` as long as ``_held_n`` says (deltas that went on with the literal); the literal forgotten."""
+        if self._held_lit:
+            if self._held_n != PyUnicode_GET_LENGTH(self._held):
+                self._held = self._spec.texts[self._held_lit - 1][:self._held_n]
+            self._held_lit = 0
+        return 0
+
     cdef str _feed(self, delta):
         cdef Py_ssize_t n
         cdef int kind
         cdef const void* data
+        self._own_held()
         if not PyUnicode_CheckExact(delta):
             if not isinstance(delta, str):
                 raise TypeError(f"feed() expects str, not {type(delta).__name__}")
@@ -2420,12 +2458,17 @@ cdef class StreamScrubber:
         character the screen stops at shows what is before it and holds the rest without it: ``_outside``
         passes the characters before as the screen does, and ``_candidate`` holds there (outside a code
         fence; with tools, not at a ``{`` or ``[`` that may begin a bare call; the text shown ends a block's
-        wait for its next one as ``_emit`` would, so only with none waiting)."""
+        wait for its next one as ``_emit`` would, so only with none waiting). The literal is noted
+        (``_held_lit``): ``feed`` holds the deltas that go on with it by itself."""
         cdef Py_ssize_t k = self._loud_at(kind, data, n) if n <= SHORT_DELTA else 0
         cdef Py_UCS4 c = PyUnicode_READ(kind, data, k) if k < n else 0
+        cdef int e
         if k < n and not self._fence and not self._words and not (self._trail and (c == 0x7B or c == 0x5B)) and (
-                k == 0 or self._after_block < 0) and (
-                self._spec.ends_inside(kind, <const char*>data + k * kind, n - k)):
+                k == 0 or self._after_block < 0):
+            e = self._spec.prefix_of(kind, <const char*>data + k * kind, n - k)
+            if e < 0:
+                return self._run(s, False)
+            self._held_lit, self._held_n = e + 1, n - k
             if k == 0:
                 self._held = s  # nothing shown, _pos stays
                 return ""
@@ -2487,6 +2530,7 @@ cdef class StreamScrubber:
                 not self._spec.first[0x5B] and _find(kind, data, 0, n, 0x5B) >= 0)))
 
     cdef str _flush(self):
+        self._own_held()
         if self._closed:
             return ""
         if self._holding == BARE_LEAD or self._holding == BARE_TAIL:  # a held bare call's candidate: calls, or text
