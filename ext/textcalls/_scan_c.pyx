@@ -507,6 +507,12 @@ cdef str _slice(str s, Py_ssize_t lo, Py_ssize_t hi):
     return out
 
 
+cdef inline str _join(list pieces):
+    """``"".join(pieces)`` of ``str`` pieces, without the call for none or one (most deltas give one)."""
+    cdef Py_ssize_t n = len(pieces)
+    return "" if n == 0 else <str>pieces[0] if n == 1 else "".join(pieces)
+
+
 cdef str _joined(str a, str b):
     """``a + b`` for two exact ``str``: when both have the same kind, one string of the wider largest
     character and two copies (``+`` goes through the number protocol first, then checks more)."""
@@ -2335,9 +2341,8 @@ cdef class StreamScrubber:
 
     cdef str _take_reasoning(self):
         cdef list out = self._reasoning_out  # _thought.out: taken here, inline (once per delta)
-        cdef Py_ssize_t n = len(out)
-        text = "" if n == 0 else out[0] if n == 1 else "".join(out)
-        if n:
+        text = _join(out)
+        if len(out):
             out.clear()
         return text
 
@@ -2682,7 +2687,7 @@ cdef class StreamScrubber:
                     self._held = s[q:] if q < PyUnicode_GET_LENGTH(s) else ""
                     self._pos = base + q
                     self._memo_s = None
-                    return "" if out is None else "".join(out)
+                    return "" if out is None else _join(out)
                 if out is None:
                     out = []
                 if kind == LX_CLOSE:
@@ -2730,7 +2735,7 @@ cdef class StreamScrubber:
             p = self._outside(s, p, base, final, out)
             if p < 0:
                 self._memo_s = None
-                return "".join(out)
+                return _join(out)
 
     cdef Py_ssize_t _outside(self, str s, Py_ssize_t p, Py_ssize_t base, bint final, list out) except -2:
         """Scan prose from ``p``. Returns the body start of a block it opened, or -1 when done."""
