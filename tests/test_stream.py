@@ -217,6 +217,35 @@ def test_a_block_over_max_block_inside_a_string_is_released_while_streaming(impl
     assert out + s.flush() == head + "z" * 300 and s.calls == []
 
 
+def test_a_block_past_its_cap_is_decided_though_a_delta_ends_in_its_closers_start(impl):
+    # max_block=1: the body "[]" passes the cap, so the block waits only for the text a raw closer could span
+    # (11 characters past the cap), not for the closer that a delta's end may be starting
+    s = impl.StreamScrubber(max_block=1)
+    assert s.feed("<tool_call>[]</t") == ""
+    assert s.feed("ool_call") == "<tool_call>[]"  # released: no closer within the cap and its span
+    assert s.feed(">") + s.flush() == "</tool_call>"  # an after-marker with no block before it: text
+    assert (s.calls, s.removed) == ([], 0)
+
+
+def test_an_openers_start_in_a_block_is_not_taken_for_its_closers(impl, tc):
+    # in a block, "<tool_c" is held as the start of its own opener; "cal" goes on as the block's closer
+    # "</tool_call>" would at that length (and "l>" would then end it), not as the held text does: the split
+    # gives what the whole text does
+    first = '<tool_call>{"name": "a", "arguments": {}} '
+    for deltas in (
+        [first + "<tool_c", "cal", "l> more", "</tool_call> x"],
+        [first + "<tool_c", "all", '>{"name": "b"}</tool_call>'],
+    ):
+        outs, s = run(impl, deltas)
+        whole = tc.parse("".join(deltas))
+        assert ("".join(outs).strip(), [(c.name, c.arguments) for c in s.calls]) == (
+            whole.content,
+            [(c.name, c.arguments) for c in whole.calls],
+        )
+    assert "".join(outs) == first  # meeting its own opener again made the first block text
+    assert [c.name for c in s.calls] == ["b"]
+
+
 def test_an_escape_at_the_end_of_a_delta_inside_a_string(impl):
     # "\" ends one delta, the escaped character comes alone, then the quote that closes the string:
     # the block ends at its closer, as the text after it shows at once

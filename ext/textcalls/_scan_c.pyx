@@ -624,6 +624,7 @@ cdef class _CSpec:
     cdef Py_ssize_t longest
     cdef list dialects
     cdef list texts             # the entries' literals
+    cdef list closer_texts      # the blocks' closers ("": none)
     cdef int n_all              # entries [n_entries, n_all): word openers, found at their anchor, not dispatched
 
     def __cinit__(self, table):
@@ -674,6 +675,7 @@ cdef class _CSpec:
         items += [(b.opener, True, k, b) for k, b in enumerate(table.blocks) if b.anchor is not None]
         self.n_all = len(items)
         self.texts = [it[0] for it in items]
+        self.closer_texts = [b.closer or "" for b in table.blocks]
         for text, is_block, k, obj in items:
             if ord(text[0]) >= 128 or len(text) < 2:
                 raise ValueError(f"a marker literal must start with an ASCII character and be 2+ long: {text!r}")
@@ -2206,10 +2208,11 @@ cdef class StreamScrubber:
     cdef object _ctx
     cdef str _unknown
     cdef str _held            # unresolved text: a candidate opener, or a block body's undecided tail
-    # in content, a held text that is a proper prefix of the literal of entry _held_lit - 1 (0: none, as in a
-    # scrubber whose __init__ was not run), _held_n long: deltas that go on with the literal only lengthen it
-    # (feed); _held is brought up to it when read (_own_held)
-    cdef int _held_lit
+    # a held text that is a proper prefix of this literal (NULL: none), _held_n long; _held_src is the literal's
+    # text: deltas that go on with it only lengthen it (feed), and _held is brought up to it where it is read
+    # (_own_held). In content, an opener's or a marker's start (_unquiet); in a block, its closer's (_run).
+    cdef const Lit* _held_lit
+    cdef str _held_src
     cdef Py_ssize_t _held_n
     cdef bint _closed
     cdef bint _busy           # a call is running: a second one at the same time raises (_enter)
@@ -2279,7 +2282,7 @@ cdef class StreamScrubber:
         self.malformed = 0
         self.max_block = settings.max_block
         self._held = ""
-        self._held_lit = 0
+        self._held_lit = NULL
         self._closed = False
         self._pos = 0
         self._after_block = -1
@@ -2379,9 +2382,9 @@ cdef class StreamScrubber:
                         self._shown(kind, data, n)
                         return delta
                     screened = True
-            elif self._held_lit and not self._busy and PyUnicode_CheckExact(delta):
+            elif self._held_lit != NULL and not self._busy and PyUnicode_CheckExact(delta):
                 n = PyUnicode_GET_LENGTH(delta)
-                if self._goes_on_with_literal(PyUnicode_KIND(delta), PyUnicode_DATA(delta), n):
+                if _goes_on(self._held_lit, self._held_n, PyUnicode_KIND(delta), PyUnicode_DATA(delta), n):
                     self._held_n += n  # what _feed would do: the held text and the delta, held
                     return ""
         self._enter()
@@ -2401,16 +2404,12 @@ cdef class StreamScrubber:
             self._plain = self._settled()
             self._busy = False
 
-    cdef inline bint _goes_on_with_literal(self, int kind, const void* data, Py_ssize_t n) noexcept:
-        """The held text (``_held_lit``, ``_held_n``) and the delta are still a proper prefix of that literal."""
-        return _goes_on(&self._spec.entries[self._held_lit - 1].lit, self._held_n, kind, data, n)
-
     cdef inline int _own_held(self) except -1:
         """``_held`` as long as ``_held_n`` says (deltas that went on with the literal); the literal forgotten."""
-        if self._held_lit:
+        if self._held_lit != NULL:
             if self._held_n != PyUnicode_GET_LENGTH(self._held):
-                self._held = self._spec.texts[self._held_lit - 1][:self._held_n]
-            self._held_lit = 0
+                self._held = self._held_src[:self._held_n]
+            self._held_lit = NULL
         return 0
 
     cdef str _feed(self, delta):
@@ -2473,7 +2472,7 @@ cdef class StreamScrubber:
             e = self._spec.prefix_of(kind, <const char*>data + k * kind, n - k)
             if e < 0:
                 return self._run(s, False)
-            self._held_lit, self._held_n = e + 1, n - k
+            self._held_lit, self._held_src, self._held_n = &self._spec.entries[e].lit, self._spec.texts[e], n - k
             if k == 0:
                 self._held = s  # nothing shown, _pos stays
                 return ""
@@ -2672,6 +2671,7 @@ cdef class StreamScrubber:
         cdef Py_ssize_t base = self._pos, p = 0, q, c, gbody, end
         cdef Lexed kind
         cdef str body, closer, piece
+        cdef const Lit* closing
         while True:
             if self._opener is not None:
                 kind = self._lex(s, p, final, &q)
@@ -2685,6 +2685,13 @@ cdef class StreamScrubber:
                             self._follow_from, self._follow_len = len(self._parts), 0
                     self._body_len += q - p
                     self._held = s[q:] if q < PyUnicode_GET_LENGTH(s) else ""
+                    closing = &self._spec.closers[self._kind]
+                    if self._follow is None and self._body_len <= self.max_block and q < PyUnicode_GET_LENGTH(s) and (
+                            _match(PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), q, closing) == -1):
+                        # the closer's start, within the cap: _lex would stop there again, at the held text's first
+                        # character (past the cap it waits for the text a raw closer could span instead)
+                        self._held_lit, self._held_src = closing, self._spec.closer_texts[self._kind]
+                        self._held_n = PyUnicode_GET_LENGTH(s) - q
                     self._pos = base + q
                     self._memo_s = None
                     return "" if out is None else _join(out)
