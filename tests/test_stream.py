@@ -118,6 +118,29 @@ def test_deepseek_section_in_deltas(impl):
     assert s.removed == 3
 
 
+SECTION = DS_SEC_OPEN + DS_OPEN + "get" + DS_SEP + '{"city": "Paris"}' + DS_CLOSE + DS_SEC_CLOSE
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "calls"),
+    [
+        ("Sure." + SECTION + " Bye.", "Sure. Bye.", ["get"]),
+        # the section marker waits for its opener, which never comes: both are text
+        ("Sure." + DS_SEC_OPEN + " \n" + DS_OPEN[:9] + "x and more", None, []),
+        ("Sure." + DS_SEC_OPEN + DS_OPEN[:-1], None, []),  # the stream ends inside the opener
+    ],
+)
+def test_a_section_marker_and_its_opener_cut_anywhere(impl, tc, text, content, calls):
+    # every two cuts from the marker's start to just past the opener: what the whole text gives
+    content = text if content is None else content
+    whole = tc.parse(text)
+    assert (whole.content, [c.name for c in whole.calls]) == (content, calls)
+    start = text.index(DS_SEC_OPEN)
+    for a, b in itertools.combinations(range(start, min(len(text), start + len(DS_SEC_OPEN + DS_OPEN) + 4) + 1), 2):
+        outs, s = run(impl, [text[:a], text[a:b], text[b:]])
+        assert ("".join(outs).strip(), [c.name for c in s.calls]) == (content, calls), (a, b)
+
+
 @pytest.mark.parametrize("between", [" x", "x", " ok "])
 def test_text_after_a_block_makes_the_sections_end_marker_text(impl, between):
     # an after-marker is removed only right after a block of its dialect (whitespace between at most): text

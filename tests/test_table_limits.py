@@ -85,3 +85,27 @@ def test_literals_whose_second_characters_share_a_slot(impl, colliding, text, co
         s = impl.StreamScrubber(options=colliding)
         assert s.feed(text[:cut]) + s.feed(text[cut:]) + s.flush() == content
         assert s.removed == markup
+
+
+@pytest.fixture
+def prefix_openers(monkeypatch):
+    """Hermes with a second opener that ``<tool_call`` is a prefix of, ``<tool_call_x>``, and a section marker
+    ``<m1`` before either: no shipped dialect with a section marker has one opener that starts another."""
+    from textcalls import _table
+
+    monkeypatch.setattr(_table, "BLOCKS", (*BLOCKS, Block("hermes", "<tool_call_x>", "</tool_call_x>", "hermes")))
+    monkeypatch.setattr(_table, "MARKERS", (*MARKERS, Marker("hermes", "<m1", before=True)))
+    _table._table.cache_clear()
+    yield Options(formats=("hermes",))
+    monkeypatch.undo()
+    _table._table.cache_clear()
+
+
+def test_a_section_marker_before_an_opener_that_starts_a_longer_one(impl, prefix_openers):
+    # "<tool_c" after the marker may begin either opener; "all" makes "<tool_call" whole, and the marker is
+    # removed at once (held while the text goes on with the longer opener only if no other could end first)
+    s = impl.StreamScrubber(options=prefix_openers)
+    assert s.feed("x <m1<tool_c") == "x "
+    assert (s.feed("all"), s.removed) == ("", 1)
+    assert s.feed('>{"name": "f", "arguments": {"a": 1}}</tool_call> y') + s.flush() == " y"
+    assert ([(c.name, c.arguments) for c in s.calls], s.removed) == ([("f", '{"a": 1}')], 2)

@@ -146,6 +146,11 @@ cdef inline bint _goes_on(const Lit* lit, Py_ssize_t m, int kind, const void* d,
     return True
 
 
+cdef inline bint _starts_with(const Lit* lit, const Lit* start) noexcept nogil:
+    """``lit`` starts with ``start``."""
+    return start.n <= lit.n and not memcmp(lit.ch, start.ch, start.n * sizeof(Py_UCS4))
+
+
 cdef inline Py_ssize_t _find(int kind, const void* d, Py_ssize_t start, Py_ssize_t end, Py_UCS4 ch) noexcept nogil:
     """Index of ``ch`` in [start, end), or -1. Wide text (2- and 4-byte kinds) is searched by ``memchr``
     for one byte of ``ch``, each hit checked: linear, at memchr's speed but for such hits."""
@@ -2208,12 +2213,13 @@ cdef class StreamScrubber:
     cdef object _ctx
     cdef str _unknown
     cdef str _held            # unresolved text: a candidate opener, or a block body's undecided tail
-    # a held text that is a proper prefix of this literal (NULL: none), _held_n long; _held_src is the literal's
-    # text: deltas that go on with it only lengthen it (feed), and _held is brought up to it where it is read
-    # (_own_held). In content, an opener's or a marker's start (_unquiet); in a block, its closer's (_run).
+    # a held text that ends with a proper prefix of this literal (NULL: none), _held_n long, from _held_at;
+    # _held_src is the literal's text: deltas that go on with it only lengthen it (feed), and _held is brought
+    # up to it where it is read (_own_held). In content, an opener's or a marker's start (_unquiet), or a
+    # section marker's opener after it (_outside); in a block, its closer's start (_run).
     cdef const Lit* _held_lit
     cdef str _held_src
-    cdef Py_ssize_t _held_n
+    cdef Py_ssize_t _held_n, _held_at
     cdef bint _closed
     cdef bint _busy           # a call is running: a second one at the same time raises (_enter)
     cdef Py_ssize_t _pos      # stream offset of _held[0]
@@ -2382,7 +2388,7 @@ cdef class StreamScrubber:
                         self._shown(kind, data, n)
                         return delta
                     screened = True
-            elif self._held_lit != NULL and not self._busy and PyUnicode_CheckExact(delta):
+            elif self._held_lit != NULL and not self._busy and not self._holding and PyUnicode_CheckExact(delta):
                 n = PyUnicode_GET_LENGTH(delta)
                 if _goes_on(self._held_lit, self._held_n, PyUnicode_KIND(delta), PyUnicode_DATA(delta), n):
                     self._held_n += n  # what _feed would do: the held text and the delta, held
@@ -2407,8 +2413,9 @@ cdef class StreamScrubber:
     cdef inline int _own_held(self) except -1:
         """``_held`` as long as ``_held_n`` says (deltas that went on with the literal); the literal forgotten."""
         if self._held_lit != NULL:
-            if self._held_n != PyUnicode_GET_LENGTH(self._held):
-                self._held = self._held_src[:self._held_n]
+            if self._held_at + self._held_n != PyUnicode_GET_LENGTH(self._held):
+                self._held = (self._held[:self._held_at] + self._held_src[:self._held_n] if self._held_at
+                              else self._held_src[:self._held_n])
             self._held_lit = NULL
         return 0
 
@@ -2473,6 +2480,7 @@ cdef class StreamScrubber:
             if e < 0:
                 return self._run(s, False)
             self._held_lit, self._held_src, self._held_n = &self._spec.entries[e].lit, self._spec.texts[e], n - k
+            self._held_at = 0
             if k == 0:
                 self._held = s  # nothing shown, _pos stays
                 return ""
@@ -2691,7 +2699,7 @@ cdef class StreamScrubber:
                         # the closer's start, within the cap: _lex would stop there again, at the held text's first
                         # character (past the cap it waits for the text a raw closer could span instead)
                         self._held_lit, self._held_src = closing, self._spec.closer_texts[self._kind]
-                        self._held_n = PyUnicode_GET_LENGTH(s) - q
+                        self._held_n, self._held_at = PyUnicode_GET_LENGTH(s) - q, 0
                     self._pos = base + q
                     self._memo_s = None
                     return "" if out is None else _join(out)
@@ -2817,6 +2825,11 @@ cdef class StreamScrubber:
                 self._emit(out, _slice(s, p, i))
                 self._held = s[i:]
                 self._pos = base + i
+                if b >= 0 and not (self._trail and (c == 0x7B or c == 0x5B)):
+                    # a section marker, then the start of its dialect's opener b from a: the deltas that go on
+                    # with that opener hold the text as this did (_candidate)
+                    self._held_lit, self._held_src = &self._spec.entries[b].lit, self._spec.texts[b]
+                    self._held_at, self._held_n = a - i, n - a
                 return -1
             if cand == C_PROSE:
                 search = a
@@ -2853,12 +2866,13 @@ cdef class StreamScrubber:
         cdef _CSpec spec = self._spec
         cdef Py_UCS4 c = PyUnicode_READ(kind, d, i)
         cdef Py_ssize_t j, wend, gt, q, m, stop
-        cdef int e, f, r, o
+        cdef int e, f, r, o, waited
         cdef bint hold_any, found
         cdef Entry* en
         cdef int lo = spec.first_lo[c], hi = spec.first_hi[c]
         cdef Py_UCS4 c2
         a[0] = i + 1
+        b[0] = -1  # (on a hold: the entry of an opener a section marker waits for, from a[0]; see _outside)
         for e in range(spec.n_entries, spec.n_all):  # a word opener ends here: the body starts at its anchor
             en = &spec.entries[e]
             if en.anchor == c and i - en.lit.n >= p and _match(kind, d, n, i - en.lit.n, &en.lit) == 1:
@@ -2944,15 +2958,28 @@ cdef class StreamScrubber:
                     return C_HOLD
                 found = False
                 hold_any = False
+                waited = -1
                 for f in range(spec.dialect_lo[en.dialect], spec.dialect_lo[en.dialect + 1]):
                     r = _match(kind, d, n, m, &spec.entries[spec.dialect_blocks[f]].lit)
                     found = found or r == 1
                     hold_any = hold_any or r == -1
+                    if r == -1 and waited < 0:
+                        waited = spec.dialect_blocks[f]
                 if found:
                     a[0] = en.k
                     b[0] = j
                     return C_MARKER
                 if hold_any and not final:
+                    # While the text goes on with the opener `waited`, this holds again: no literal was cut off
+                    # here, what the entries before this one decided rests on the text already here, and no
+                    # other opener of the dialect can be whole inside a proper prefix of it (none is its prefix).
+                    for f in range(spec.dialect_lo[en.dialect], spec.dialect_lo[en.dialect + 1]):
+                        if spec.dialect_blocks[f] != waited and _starts_with(
+                                &spec.entries[waited].lit, &spec.entries[spec.dialect_blocks[f]].lit):
+                            break
+                    else:
+                        a[0] = m
+                        b[0] = waited
                     return C_HOLD
             elif self._after_block == en.dialect and _all_ws(s[p:i]):
                 a[0] = en.k
