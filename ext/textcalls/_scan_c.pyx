@@ -1560,7 +1560,7 @@ cdef object _scan_whole(text, options):
     cdef StreamScrubber scrubber = StreamScrubber.__new__(StreamScrubber)
     scrubber._setup(settings)
     if scrubber._settled():  # (feed's screen would search the text for quiet_chars again: it has one)
-        content = scrubber._unquiet(text, kind, d, n)
+        content = scrubber._unquiet(text, kind, d, n, scrubber._loud_short(kind, d, n) if n <= SHORT_DELTA else 0)
     else:
         content = scrubber._feed(text)
     content += scrubber._flush()
@@ -2265,7 +2265,7 @@ cdef class StreamScrubber:
     # copies of the spec's stop/lit_only for this scrubber's code_fences and tools: 128 flags each, kept
     # here beside the other fields a delta reads (the spec's arrays sit far into a large struct)
     cdef unsigned char _stop[256]  # 128-255 stay 0 (zeroed at allocation): 1-byte text is read without a range test
-    cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _quiet_short)
+    cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _loud_short)
     cdef bint _words  # the table has word openers (_CSpec.word_tail must look at a delta's end)
     cdef bint _plain  # _settled() after the last call: feed may take its short path
     cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
@@ -2376,7 +2376,8 @@ cdef class StreamScrubber:
         cdef Py_ssize_t n
         cdef int kind
         cdef const void* data
-        cdef bint screened = False  # the delta is plain content's and failed the screen: _feed would _run it
+        cdef Py_ssize_t k = 0
+        cdef bint screened = False  # the delta is plain content's and failed the screen at k: _feed would _run it
         with cython.critical_section(self):
             # a short delta of text in plain content, with nothing in it that can begin markup: what _feed gives
             if self._plain and not self._busy and PyUnicode_CheckExact(delta):
@@ -2384,7 +2385,8 @@ cdef class StreamScrubber:
                 if n <= SHORT_DELTA:
                     kind = PyUnicode_KIND(delta)
                     data = PyUnicode_DATA(delta)
-                    if self._quiet_short(kind, data, n):
+                    k = self._loud_short(kind, data, n)
+                    if k == n:
                         self._shown(kind, data, n)
                         return delta
                     screened = True
@@ -2395,7 +2397,7 @@ cdef class StreamScrubber:
                     return ""
         self._enter()
         try:
-            return self._unquiet(delta, kind, data, n) if screened else self._feed(delta)
+            return self._unquiet(delta, kind, data, n, k) if screened else self._feed(delta)
         finally:
             self._plain = self._settled()
             self._busy = False
@@ -2420,7 +2422,7 @@ cdef class StreamScrubber:
         return 0
 
     cdef str _feed(self, delta):
-        cdef Py_ssize_t n
+        cdef Py_ssize_t n, k
         cdef int kind
         cdef const void* data
         self._own_held()
@@ -2455,23 +2457,23 @@ cdef class StreamScrubber:
         n = PyUnicode_GET_LENGTH(delta)
         kind = PyUnicode_KIND(delta)
         data = PyUnicode_DATA(delta)
-        if (self._quiet_short(kind, data, n) if n <= SHORT_DELTA else self._quiet(kind, data, n)) and (
-                not self._words or self._spec.word_tail(kind, data, 0, n) == n):
+        k = self._loud_short(kind, data, n) if n <= SHORT_DELTA else n if self._quiet(kind, data, n) else 0
+        if k == n and (not self._words or self._spec.word_tail(kind, data, 0, n) == n):
             if self._after_block >= 0 and not _all_ws(delta):
                 self._after_block = -1
             self._shown(kind, data, n)
             return delta
-        return self._unquiet(delta, kind, data, n)
+        return self._unquiet(delta, kind, data, n, k)
 
-    cdef str _unquiet(self, str s, int kind, const void* data, Py_ssize_t n):
+    cdef str _unquiet(self, str s, int kind, const void* data, Py_ssize_t n, Py_ssize_t k):
         """``_run(s, False)`` for a text of content (nothing held, open or pending) that the screen did not
         pass. A short text that ends with the start of a literal (a marker split over deltas) from the first
         character the screen stops at shows what is before it and holds the rest without it: ``_outside``
         passes the characters before as the screen does, and ``_candidate`` holds there (outside a code
         fence; with tools, not at a ``{`` or ``[`` that may begin a bare call; the text shown ends a block's
         wait for its next one as ``_emit`` would, so only with none waiting). The literal is noted
-        (``_held_lit``): ``feed`` holds the deltas that go on with it by itself."""
-        cdef Py_ssize_t k = self._loud_at(kind, data, n) if n <= SHORT_DELTA else 0
+        (``_held_lit``): ``feed`` holds the deltas that go on with it by itself. ``k``: where the screen
+        stopped (``_loud_short``; 0 for a text too long for it)."""
         cdef Py_UCS4 c = PyUnicode_READ(kind, data, k) if k < n else 0
         cdef int e
         if k < n and not self._fence and not self._words and not (self._trail and (c == 0x7B or c == 0x5B)) and (
@@ -2500,10 +2502,11 @@ cdef class StreamScrubber:
         return not self._closed and not self._holding and self._opener is None and not self._reasoning and (
             PyUnicode_GET_LENGTH(self._held) == 0 and self._after_block < 0 and not self._words)
 
-    cdef inline bint _quiet_short(self, int kind, const void* data, Py_ssize_t n) noexcept:
-        """No character of ``_stop`` in the delta, but for literals' first characters that start nothing
-        (no literal starts with it and the one or two characters after it, as ``_candidate`` tests first:
-        ``<div``, ``a <d``): one pass."""
+    cdef inline Py_ssize_t _loud_short(self, int kind, const void* data, Py_ssize_t n) noexcept:
+        """The index of the delta's first character of ``_stop`` but for literals' first characters that
+        start nothing (no literal starts with it and the one or two characters after it, as ``_candidate``
+        tests first: ``<div``, ``a <d``); ``n`` if none (the delta is quiet). Over 1-byte text one OR pass
+        first, which most deltas end at."""
         cdef const Py_UCS1* p1
         cdef Py_ssize_t k
         cdef unsigned char any_stop = 0
@@ -2512,11 +2515,11 @@ cdef class StreamScrubber:
             for k in range(n):  # most deltas have none: one branch for them
                 any_stop |= self._stop[p1[k]]
             if not any_stop:
-                return True
-        return self._loud_at(kind, data, n) == n
+                return n
+        return self._loud_at(kind, data, n)
 
     cdef Py_ssize_t _loud_at(self, int kind, const void* data, Py_ssize_t n) noexcept:
-        """The index of the first character ``_quiet_short`` does not pass; ``n`` if none."""
+        """``_loud_short``'s answer, character by character."""
         cdef const Py_UCS1* p1
         cdef Py_UCS4 c
         cdef Py_ssize_t k
