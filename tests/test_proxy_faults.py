@@ -435,8 +435,6 @@ def test_stalled_chat_bodies_get_a_408_and_are_closed_without_reaching_the_upstr
         http("POST", "/v1/chat/completions", None, {"Content-Type": "application/json", "Content-Length": "100"})
         + b'{"model": '
     )
-    # a hang guard only (how long the waits below may take in all, however slow the machine), no speed claim
-    guard = time.monotonic() + 60
     sockets = []
     try:
         for _ in range(300):
@@ -444,10 +442,11 @@ def test_stalled_chat_bodies_get_a_408_and_are_closed_without_reaching_the_upstr
             sockets.append(sock)
             sock.sendall(request)
         replies = []
-        for sock in sockets:  # every one answered and closed (no lingering over the unread body)
-            replies.append(read_reply(sock, max(0.1, guard - time.monotonic())))
-            closed = replies[-1].closed or closes(sock, max(0.1, guard - time.monotonic()))
-            assert closed
+        # every one answered and closed (no lingering over the unread body); each wait's bound only keeps a
+        # broken proxy from hanging the run (the first that runs out fails the test): no speed claim
+        for sock in sockets:
+            replies.append(read_reply(sock, 10))
+            assert replies[-1].closed or closes(sock, 10)
     finally:
         for sock in sockets:
             sock.close()
