@@ -615,6 +615,20 @@ def test_simple_literal_json_of_every_length(impl, first, piece):
         assert impl.simple_literal_json(text, 0, 0) == (len(text), json.encoder.encode_basestring(value))
 
 
+@pytest.mark.parametrize("first", ["", "é", "\u4e2d"])
+def test_simple_literal_json_shorter_than_its_body_is_written_inside_its_output(impl, first):
+    """``\\'`` is written ``'``: after a run, a few such escapes make the JSON shorter than the body left to read,
+    so the blocks must stop on the output's room, not only on the body's end (with an escape written whole, 8
+    characters at once, 24 bytes are kept free): every run length and count of escapes around a block."""
+    for run in range(20):
+        for count in range(12):
+            text = "'" + first + "x" * run + "\\'" * count + "'"
+            assert impl.simple_literal_json(text, 0, 0) == (
+                len(text),
+                json.encoder.encode_basestring(first + "x" * run + "'" * count),
+            )
+
+
 SIMPLE_PIECES = [
     "a", "é", "\u2222", "\U0001f600", "\t", "'", '"', "\\", "\\n", "\\'", '\\"', "\\\\", "\\d", "\\x41",
     "\\0", "\\u00e9", "\\é", "\n", "\r", "\x00", "\ud800", "x" * 17, "\u4e2d" * 9,

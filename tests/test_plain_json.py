@@ -230,8 +230,9 @@ def test_a_stop_anywhere_in_a_run(impl, filler):
 
 @pytest.mark.parametrize("filler", FILLERS)
 def test_string_arguments_are_written_at_once(impl, filler):
-    """``string_object`` (and ``json_string``) write a string a block at a time while the output has 16 bytes of
-    room: an escape at every place of the last blocks, keys and values of other kinds in the same object."""
+    """``string_object`` (and ``json_string``) write a string a block at a time while the output has room for a
+    block and an escape written whole (24 bytes; 2-byte text 16 code units): an escape at every place of the last
+    blocks, keys and values of other kinds in the same object."""
     for before in range(34):
         for stop in ['"', "\\", "\n", "\x01", "\x1f", ""]:
             value = filler * before + stop + filler * 3

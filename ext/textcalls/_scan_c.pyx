@@ -288,52 +288,25 @@ cdef extern from *:
         }
         return size;
     }
-    /* One stop of _json_blocks, in text of code unit T: the character at p[i] (a backslash and the one after
-       it, in a Python literal) written at w[j] as JSON writes it. */
-    #define _JSON_STOP(T)                                                       \
-        c = p[i++];                                                             \
-        if (c == 0x5C && escape) {                                              \
-            e = p[i++];  /* ASCII: checked */                                   \
-            if (escape[e] == 1) {                                               \
-                c = escaped[e];                                                 \
-            } else {                                                            \
-                w[j++] = 0x5C;                                                  \
-                w[j++] = 0x5C;                                                  \
-                c = e;                                                          \
-            }                                                                   \
-        }                                                                       \
-        e = c < 128 ? json[c] : 0;                                              \
-        if (!e) {                                                               \
-            w[j++] = (T)c;                                                      \
-        } else if (e != 0x75) {                                                 \
-            w[j] = 0x5C;                                                        \
-            w[j + 1] = (T)e;                                                    \
-            j += 2;                                                             \
-        } else {                                                                \
-            w[j] = 0x5C; w[j + 1] = 0x75; w[j + 2] = 0x30; w[j + 3] = 0x30;     \
-            w[j + 4] = (T)hex[c >> 4];                                          \
-            w[j + 5] = (T)hex[c & 15];                                          \
-            j += 6;                                                             \
-        }
     /* Writes d[i:end) (1- or 2-byte text) as JSON string text into o, of the same kind, from *k: each 16-byte
-       block is stored whole, then the position moves past its plain run and the quote, backslash or control
-       character that ends it is written as JSON writes it (json[c]: its escape letter, 'u' for u00XX, 0: as it
-       is). A store that goes past the run is overwritten by what follows, so it must stay inside the output:
-       blocks are written while 16 bytes of room are left before room. With escape (a simple Python literal's
-       body, checked by _literal_k): a backslash and the character e after it stand for escaped[e] when
-       escape[e] == 1, else for both, the backslash kept. Returns where it stopped in d; *k moves. */
+       block is stored whole, then the position moves past its plain run, and the stop that ends it is
+       written from a table, 8 characters stored at once, with no branch on which escape it is: a quote,
+       backslash or control character c as out[8c..] (its first out_len[c] characters); with pairs (a simple Python
+       literal's body, checked by _literal_k), a backslash and the ASCII character e after it as
+       out[8(128 + e)..]. A store that goes past what is written is overwritten by what follows, so it must
+       stay inside the output: blocks are written while 24 bytes of room are left before room. Returns where
+       it stopped in d; *k moves. */
     static Py_ssize_t _json_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
-                                   Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
-                                   const unsigned char* escaped, const unsigned char* json) {
-        static const char hex[] = "0123456789abcdef";
+                                   Py_ssize_t* k, Py_ssize_t room, int pairs, const unsigned char* out,
+                                   const unsigned char* out_len) {
         Py_ssize_t j = *k;
-        unsigned int mask, c, e;
+        unsigned int mask, c, at;
         const __m128i z = _mm_setzero_si128();
         if (kind == 1) {
             const unsigned char* p = (const unsigned char*)d;
             unsigned char* w = (unsigned char*)o;
             const __m128i q = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C), lo = _mm_set1_epi8(0x1F);
-            while (i + 16 <= end && j + 16 <= room) {
+            while (i + 17 <= end && j + 24 <= room) {  /* (p[i + 16]: a pair's second character) */
                 __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
                 _mm_storeu_si128((__m128i*)(w + j), x);
                 mask = (unsigned)_mm_movemask_epi8(
@@ -347,13 +320,17 @@ cdef extern from *:
                 c = (unsigned)__builtin_ctz(mask);
                 i += c;
                 j += c;
-                _JSON_STOP(unsigned char)
+                at = p[i++];
+                if (at == 0x5C && pairs)  /* (a branch: i goes on without waiting for the load) */
+                    at = 128 + (p[i++] & 127u);
+                memcpy(w + j, out + 8 * at, 8);
+                j += out_len[at];
             }
         } else if (kind == 2) {
             const Py_UCS2* p = (const Py_UCS2*)d;
             Py_UCS2* w = (Py_UCS2*)o;
             const __m128i q = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C), lo = _mm_set1_epi16(0x1F);
-            while (i + 8 <= end && j + 8 <= room) {
+            while (i + 9 <= end && j + 16 <= room) {
                 __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
                 _mm_storeu_si128((__m128i*)(w + j), x);
                 mask = (unsigned)_mm_movemask_epi8(
@@ -367,10 +344,100 @@ cdef extern from *:
                 c = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
                 i += c;
                 j += c;
-                _JSON_STOP(Py_UCS2)
+                at = p[i++];
+                if (at == 0x5C && pairs)
+                    at = 128 + (p[i++] & 127u);
+                _mm_storeu_si128((__m128i*)(w + j),
+                                 _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i*)(out + 8 * at)), z));
+                j += out_len[at];
             }
         }
         *k = j;
+        return i;
+    }
+    /* Reads a simple Python literal's body (_literal_k) from i, 16 bytes at a time (1- and 2-byte text),
+       taking every stop of a block from its mask: the quote, a backslash with the character after it, a
+       control character, and a '"' (one only a '-quoted literal holds). *extra grows by what each stop it
+       takes adds written as JSON: pair_extra[e] for a backslash and e, char_extra[c] for c. It stops, for
+       the caller to decide, at the quote, a NUL, LF or CR, a backslash before a non-ASCII character or one
+       escape[] marks 2 (or at the body's last character), or where the next block would pass n. */
+    static Py_ssize_t _literal_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t n, unsigned int quote,
+                                      Py_ssize_t* extra, const unsigned char* escape,
+                                      const signed char* pair_extra, const signed char* char_extra) {
+        Py_ssize_t add = 0, next;
+        unsigned int mask, c, ch, e;
+        const __m128i z = _mm_setzero_si128();
+        if (kind == 1) {
+            const unsigned char* p = (const unsigned char*)d;
+            const __m128i q = _mm_set1_epi8((char)quote), dq = _mm_set1_epi8(0x22), b = _mm_set1_epi8(0x5C);
+            const __m128i lo = _mm_set1_epi8(0x1F);
+            while (i + 16 <= n) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, dq)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(x, b), _mm_cmpeq_epi8(_mm_subs_epu8(x, lo), z))));
+                next = i + 16;
+                while (mask) {
+                    c = (unsigned)__builtin_ctz(mask);
+                    ch = p[i + c];
+                    if (ch == 0x5C) {
+                        if (i + c + 1 >= n || (e = p[i + c + 1]) >= 128 || escape[e] == 2) {
+                            i += c;
+                            goto out;
+                        }
+                        add += pair_extra[e];
+                        if (c == 15) {  /* e opens the next block */
+                            next = i + 17;
+                            break;
+                        }
+                        mask &= ~(3u << c);
+                    } else if (ch == quote || ch == 0 || ch == 0x0A || ch == 0x0D) {
+                        i += c;
+                        goto out;
+                    } else {
+                        add += char_extra[ch];
+                        mask &= mask - 1;
+                    }
+                }
+                i = next;
+            }
+        } else if (kind == 2) {
+            const Py_UCS2* p = (const Py_UCS2*)d;
+            const __m128i q = _mm_set1_epi16((short)quote), dq = _mm_set1_epi16(0x22), b = _mm_set1_epi16(0x5C);
+            const __m128i lo = _mm_set1_epi16(0x1F);
+            while (i + 8 <= n) {
+                __m128i x = _mm_loadu_si128((const __m128i*)(p + i));
+                mask = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, dq)),
+                                 _mm_or_si128(_mm_cmpeq_epi16(x, b), _mm_cmpeq_epi16(_mm_subs_epu16(x, lo), z))));
+                next = i + 8;
+                while (mask) {
+                    c = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
+                    ch = p[i + c];
+                    if (ch == 0x5C) {
+                        if (i + c + 1 >= n || (e = p[i + c + 1]) >= 128 || escape[e] == 2) {
+                            i += c;
+                            goto out;
+                        }
+                        add += pair_extra[e];
+                        if (c == 7) {  /* e opens the next block */
+                            next = i + 9;
+                            break;
+                        }
+                        mask &= ~(15u << (2 * c));
+                    } else if (ch == quote || ch == 0 || ch == 0x0A || ch == 0x0D) {
+                        i += c;
+                        goto out;
+                    } else {
+                        add += char_extra[ch];
+                        mask &= ~(3u << (2 * c));
+                    }
+                }
+                i = next;
+            }
+        }
+    out:
+        *extra += add;
         return i;
     }
     /* The first index from i of a code unit among 8 characters, as far as whole 16-byte blocks reach before
@@ -435,9 +502,14 @@ cdef extern from *:
         return -1;  /* the caller counts */
     }
     static Py_ssize_t _json_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
-                                   Py_ssize_t* k, Py_ssize_t room, const unsigned char* escape,
-                                   const unsigned char* escaped, const unsigned char* json) {
+                                   Py_ssize_t* k, Py_ssize_t room, int pairs, const unsigned char* out,
+                                   const unsigned char* out_len) {
         return i;  /* the caller writes it all */
+    }
+    static Py_ssize_t _literal_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t n, unsigned int quote,
+                                      Py_ssize_t* extra, const unsigned char* escape,
+                                      const signed char* pair_extra, const signed char* char_extra) {
+        return i;  /* the caller reads it all */
     }
     static CYTHON_INLINE Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
                                                 const unsigned char* vecs) {
@@ -448,10 +520,13 @@ cdef extern from *:
     Py_ssize_t _stop_run(int kind, const void* d, Py_ssize_t i, Py_ssize_t n, unsigned int quote) noexcept nogil
     Py_ssize_t _escaped_size(int kind, const void* d, Py_ssize_t n, const unsigned char* escapes) noexcept nogil
     Py_ssize_t _json_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o, Py_ssize_t* k,
-                            Py_ssize_t room, const unsigned char* escape, const unsigned char* escaped,
-                            const unsigned char* json) noexcept nogil
+                            Py_ssize_t room, int pairs, const unsigned char* out,
+                            const unsigned char* out_len) noexcept nogil
     Py_ssize_t _past_chars(int kind, const void* d, Py_ssize_t i, Py_ssize_t end,
                            const unsigned char* vecs) noexcept nogil
+    Py_ssize_t _literal_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t n, unsigned int quote,
+                               Py_ssize_t* extra, const unsigned char* escape, const signed char* pair_extra,
+                               const signed char* char_extra) noexcept nogil
     int STOP_RUN_BYTES
 
 _STOP_RUN_BYTES = STOP_RUN_BYTES  # the build's block: 16 (SSE2) or 8 (checked by .ci/run on a build without SSE2)
@@ -1692,6 +1767,25 @@ for _c in range(128):
 for _c, _e in zip('"\\\b\f\n\r\t', '"\\bfnrt'):
     JSON_ESCAPES[ord(_c)] = ord(_e)
 cdef const char* LOWER_HEX = b"0123456789abcdef"
+# how _json_blocks writes a stop: a character c (< 128) at JSON_OUT[8 * c], JSON_OUT_LEN[c] long; a simple
+# literal's backslash and the ASCII character e after it at JSON_OUT[8 * (128 + e)] (set with PY_ESCAPE below)
+cdef unsigned char JSON_OUT[256 * 8]
+cdef unsigned char JSON_OUT_LEN[256]
+
+
+def _json_text(c):
+    e = JSON_ESCAPES[c]
+    return chr(c) if not e else f"\\u{c:04x}" if e == ord("u") else "\\" + chr(e)
+
+
+def _json_out(at, written):
+    JSON_OUT_LEN[at] = len(written)
+    for _i, _ch in enumerate(written.ljust(8, "\0")):
+        JSON_OUT[8 * at + _i] = ord(_ch)
+
+
+for _c in range(128):
+    _json_out(_c, _json_text(_c))
 
 
 cdef Py_ssize_t _json_size(str s):
@@ -1726,7 +1820,7 @@ cdef Py_ssize_t _json_write(str s, int okind, void* o, Py_ssize_t k, Py_ssize_t 
     PyUnicode_WRITE(okind, o, k, 0x22)
     k += 1
     if okind == kind:
-        i = _json_blocks(kind, d, 0, n, o, &k, room, NULL, NULL, JSON_ESCAPES)
+        i = _json_blocks(kind, d, 0, n, o, &k, room, 0, JSON_OUT, JSON_OUT_LEN)
     while i < n:
         j = _string_run(kind, d, n, i)
         if okind == kind:
@@ -1848,30 +1942,33 @@ for _c, _e in zip("\\'\"abfnrtv", "\\'\"\a\b\f\n\r\t\v"):
     PY_ESCAPED[ord(_c)] = ord(_e)
 for _c in "xuUN01234567\x00\n\r":
     PY_ESCAPE[ord(_c)] = 2
-# how much longer an escape's value is written as JSON (simple_literal_json) than _escaped_size counts its two
-# characters: a one-character escape's value written as JSON, against 2 for the backslash and the character's
-# own JSON length (a kept backslash is written "\\\\" and its character as JSON: no difference)
-cdef int PY_JSON_DELTA[128]
-
-
-def _json_length(c):
-    return 1 if not JSON_ESCAPES[c] else 6 if JSON_ESCAPES[c] == ord("u") else 2
+for _c in range(128):  # a pair as its value (\\n: \\n, \\a: \\u0007, \\': ') or both (\\d: \\\\d)
+    _json_out(128 + _c, _json_text(PY_ESCAPED[_c]) if PY_ESCAPE[_c] == 1 else "\\\\" + _json_text(_c))
+del _json_out, _json_text
+# what a stop in a simple literal's body adds written as JSON (simple_literal_json): a backslash and the ASCII
+# character e after it, PY_PAIR_EXTRA[e] (the length of the value as JSON, less 2); a character c on its own
+# (a control character, or a '"' in a '-quoted literal), JSON_EXTRA[c] (its JSON length, less 1)
+cdef signed char PY_PAIR_EXTRA[128]
+cdef signed char JSON_EXTRA[128]
 
 
 for _c in range(128):
-    PY_JSON_DELTA[_c] = _json_length(PY_ESCAPED[_c]) - 2 - _json_length(_c) if PY_ESCAPE[_c] == 1 else 0
-del _json_length
+    JSON_EXTRA[_c] = JSON_OUT_LEN[_c] - 1
+    PY_PAIR_EXTRA[_c] = JSON_OUT_LEN[128 + _c] - 2
 
 
 cdef Py_ssize_t _literal_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t quote,
-                           Py_ssize_t* json_delta) noexcept nogil:
+                           Py_ssize_t* json_extra) noexcept nogil:
     """The index of the quote that closes a simple literal whose body starts at ``i`` (``simple_literal_json``),
-    or -1; ``json_delta`` receives the sum of its escapes' ``PY_JSON_DELTA``."""
-    cdef Py_ssize_t lo = i, delta = 0, k
+    or -1; ``json_extra`` receives how much longer the value is written as JSON, quotes aside, than the body.
+    Whole blocks are read by ``_literal_blocks``; the rest, and what it leaves to decide, here."""
+    cdef Py_ssize_t lo = i, extra = 0, k
     cdef uint32_t c, surrogates = 0
+    i = _literal_blocks(sizeof(uchar), d, i, n, quote, &extra, PY_ESCAPE, PY_PAIR_EXTRA, JSON_EXTRA)
     while True:
-        i = _stop_run(sizeof(uchar), d, i, n, quote)
-        while i < n and d[i] >= 0x20 and d[i] != quote and d[i] != 0x5C:
+        if quote == 0x22:  # (without SSE2, runs of 8 bytes; else the blocks were read above)
+            i = _stop_run(sizeof(uchar), d, i, n, quote)
+        while i < n and d[i] >= 0x20 and d[i] != quote and d[i] != 0x5C and d[i] != 0x22:
             i += 1
         if i >= n:
             return -1
@@ -1881,18 +1978,19 @@ cdef Py_ssize_t _literal_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t 
         if c == 0x5C:
             if i + 1 >= n or d[i + 1] >= 128 or PY_ESCAPE[d[i + 1]] == 2:
                 return -1
-            delta += PY_JSON_DELTA[d[i + 1]]
+            extra += PY_PAIR_EXTRA[d[i + 1]]
             i += 2
         elif c == 0 or c == 0x0A or c == 0x0D:
             return -1
-        else:  # another control character: written as it is
+        else:  # another control character, or a '"' in a '-quoted literal: written as JSON writes it
+            extra += JSON_EXTRA[c]
             i += 1
     if uchar is not Py_UCS1:  # a lone surrogate: the parser cannot read the text
         for k in range(lo, i):
             surrogates |= 0xD800 <= d[k] <= 0xDFFF
         if surrogates:
             return -1
-    json_delta[0] = delta
+    json_extra[0] = extra
     return i
 
 
@@ -1921,7 +2019,7 @@ cdef Py_ssize_t _transcode_k(const uchar* d, Py_ssize_t i, Py_ssize_t end, uchar
     cdef Py_ssize_t j
     cdef uint32_t c, e
     if uchar is not uint32_t:
-        i = _json_blocks(sizeof(uchar), d, i, end, out, &k, room, PY_ESCAPE, PY_ESCAPED, JSON_ESCAPES)
+        i = _json_blocks(sizeof(uchar), d, i, end, out, &k, room, 1, JSON_OUT, JSON_OUT_LEN)
     while True:
         j = _run_k(d, end, i)
         memcpy(out + k, d + i, (j - i) * sizeof(uchar))
@@ -1943,7 +2041,7 @@ cdef Py_ssize_t _transcode_k(const uchar* d, Py_ssize_t i, Py_ssize_t end, uchar
         k = _json_char_k(out, k, c)
 
 
-cdef Py_ssize_t _read_literal(str text, Py_ssize_t start, Py_ssize_t* delta) except -2:
+cdef Py_ssize_t _read_literal(str text, Py_ssize_t start, Py_ssize_t* extra) except -2:
     """``_literal_k`` of the literal whose quote is at ``start`` (ValueError if none is there)."""
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
@@ -1951,10 +2049,10 @@ cdef Py_ssize_t _read_literal(str text, Py_ssize_t start, Py_ssize_t* delta) exc
     if not 0 <= start < n or PyUnicode_READ(kind, d, start) not in (0x22, 0x27):
         raise ValueError(f"simple_literal_json() expects the index of a quote in the text, not {start}")
     if kind == 1:
-        return _literal_k(<const Py_UCS1*>d, n, start + 1, PyUnicode_READ(kind, d, start), delta)
+        return _literal_k(<const Py_UCS1*>d, n, start + 1, PyUnicode_READ(kind, d, start), extra)
     if kind == 2:
-        return _literal_k(<const Py_UCS2*>d, n, start + 1, PyUnicode_READ(kind, d, start), delta)
-    return _literal_k(<const uint32_t*>d, n, start + 1, PyUnicode_READ(kind, d, start), delta)
+        return _literal_k(<const Py_UCS2*>d, n, start + 1, PyUnicode_READ(kind, d, start), extra)
+    return _literal_k(<const uint32_t*>d, n, start + 1, PyUnicode_READ(kind, d, start), extra)
 
 
 def simple_literal_json(str text not None, Py_ssize_t start, Py_ssize_t json_from):
@@ -1964,8 +2062,8 @@ def simple_literal_json(str text not None, Py_ssize_t start, Py_ssize_t json_fro
     one of ``x u U N 0-7``). ``end`` is the index after its closing quote; ``json`` the string Python's parser
     makes of it written as JSON (``json_string``), when its body is ``json_from`` characters or more, else
     ``None``. ``None`` for any other literal (its reader is the caller's). No decoded value is made."""
-    cdef Py_ssize_t size, delta = 0, k
-    cdef Py_ssize_t close = _read_literal(text, start, &delta)
+    cdef Py_ssize_t size, extra = 0, k
+    cdef Py_ssize_t close = _read_literal(text, start, &extra)
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* d = PyUnicode_DATA(text)
     cdef str out
@@ -1974,7 +2072,7 @@ def simple_literal_json(str text not None, Py_ssize_t start, Py_ssize_t json_fro
         return None
     if close - start - 1 < json_from:
         return close + 1, None
-    size = _span_json_size(kind, <const char*>d + (start + 1) * kind, close - start - 1) + delta
+    size = close - start + 1 + extra  # the body, its extra and two quotes
     if PyUnicode_IS_ASCII(text):  # written in place
         out = PyUnicode_New(size, 127)  # (new: filled before it is seen)
         buffer = <void*>PyUnicode_DATA(out)
