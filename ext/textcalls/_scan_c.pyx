@@ -2471,11 +2471,10 @@ cdef class StreamScrubber:
     @cython.always_allow_keywords(False)  # METH_O
     def feed(self, delta):
         """Take the next delta; return the text that can be shown now."""
-        cdef Py_ssize_t n
-        cdef int kind
-        cdef const void* data
-        cdef Py_ssize_t k = 0
-        cdef bint screened = False  # the delta is plain content's and failed the screen at k: _feed would _run it
+        cdef Py_ssize_t n = 0
+        cdef int kind = 0
+        cdef const void* data = NULL
+        cdef Py_ssize_t k = -1  # where the screen stopped in a short delta of plain content (_feed would _run it)
         with cython.critical_section(self):
             # a short delta of text in plain content, with nothing in it that can begin markup: what _feed gives
             if self._plain and not self._busy and PyUnicode_CheckExact(delta):
@@ -2487,15 +2486,19 @@ cdef class StreamScrubber:
                     if k == n:
                         self._shown(kind, data, n)
                         return delta
-                    screened = True
             elif self._held_lit != NULL and not self._busy and not self._holding and PyUnicode_CheckExact(delta):
                 n = PyUnicode_GET_LENGTH(delta)
                 if _goes_on(self._held_lit, self._held_n, PyUnicode_KIND(delta), PyUnicode_DATA(delta), n):
                     self._held_n += n  # what _feed would do: the held text and the delta, held
                     return ""
+        return self._feed_entered(delta, kind, data, n, k)
+
+    cdef str _feed_entered(self, delta, int kind, const void* data, Py_ssize_t n, Py_ssize_t k):
+        """``feed`` past its short paths, a call running (``_enter``): ``_unquiet`` of a delta the screen stopped
+        at ``k``, else (``k`` is -1) ``_feed``. Apart from ``feed`` so that its short paths stay small."""
         self._enter()
         try:
-            return self._unquiet(delta, kind, data, n, k) if screened else self._feed(delta)
+            return self._unquiet(delta, kind, data, n, k) if k >= 0 else self._feed(delta)
         finally:
             self._plain = self._settled()
             self._busy = False
@@ -2604,14 +2607,20 @@ cdef class StreamScrubber:
         """The index of the delta's first character of ``_stop`` but for literals' first characters that
         start nothing (no literal starts with it and the one or two characters after it, as ``_candidate``
         tests first: ``<div``, ``a <d``); ``n`` if none (the delta is quiet). Over 1-byte text one OR pass
-        first, which most deltas end at."""
+        first, which most deltas end at: up to 8 characters, eight reads with no loop (a loop's exit, at a
+        length that changes from delta to delta, is a branch the CPU mispredicts)."""
         cdef const Py_UCS1* p1
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, last
         cdef unsigned char any_stop = 0
         if kind == 1:
             p1 = <const Py_UCS1*>data
-            for k in range(n):  # most deltas have none: one branch for them
-                any_stop |= self._stop[p1[k]]
+            if 0 < n <= 8:  # eight reads whatever n is (past it, the last character again)
+                last = n - 1
+                for k in range(8):
+                    any_stop |= self._stop[p1[k if k < last else last]]
+            else:
+                for k in range(n):  # most deltas have none: one branch for them
+                    any_stop |= self._stop[p1[k]]
             if not any_stop:
                 return n
         return self._loud_at(kind, data, n)
