@@ -854,6 +854,19 @@ def test_a_body_of_too_many_tags_is_malformed(impl, tc, opener, param, closer):
     assert (parsed.calls, parsed.removed, parsed.content) == ([], 1, "")
 
 
+def test_the_tag_cap_is_exact():
+    """``TAGS_MAX`` tags are read, each where it is written; one more and there are none (the body is malformed)."""
+    from textcalls.dialects.xml import _QWEN, TAGS_MAX
+
+    body = "x" + "</parameter>y" * TAGS_MAX
+    tags = _QWEN.tags(body)
+    assert len(tags) == TAGS_MAX
+    assert [(t.kind, t.start, t.end, t.head) for t in tags[:2]] == [("end_param", 1, 13, ""), ("end_param", 14, 26, "")]
+    assert tags[-1].end == len(body) - 1
+    assert _QWEN.tags(body + "<parameter=p>") is None
+    assert _QWEN.tags("<function=f>") == [("call", 0, 12, "f")]
+
+
 @pytest.mark.parametrize("where", ["invoke", "parameter"])
 def test_a_tag_whose_attributes_run_over_the_cap_is_malformed(impl, tc, where):
     from textcalls.dialects.xml import ATTRIBUTES_MAX

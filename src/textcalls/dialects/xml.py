@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 from ..relaxed_json import NO_VALUE, decode
 from ..toolcall import ToolCall, make_call
@@ -63,6 +63,9 @@ class _Tag(NamedTuple):
     start: int
     end: int
     head: str  # what an opening tag carries after its tag name: "=NAME", attributes, a GLM key
+
+
+_NEW_TAG = tuple.__new__
 
 
 class _Param(NamedTuple):
@@ -118,17 +121,17 @@ class _Markup:
     def tags(self, body: str) -> list[_Tag] | None:
         """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed)."""
         tags: list[_Tag] = []
-        search, pos = self.pattern.search, 0
+        search, find, add, pos = self.pattern.search, body.find, tags.append, 0
         # every tag starts with "<": ``str.find`` (memchr) skips to the next one, which the regex engine would
-        # reach one character at a time; the matches are ``finditer``'s
-        while (start := body.find("<", pos)) >= 0 and (m := search(body, start)) is not None:
-            pos = m.end()
+        # reach one character at a time; the matches are ``finditer``'s. A tag is made by ``tuple.__new__``,
+        # without the Python frame of a named tuple's own ``__new__``.
+        while (start := find("<", pos)) >= 0 and (m := search(body, start)) is not None:
             if len(tags) == TAGS_MAX:
                 return None
+            start, pos = m.span()
+            call_head, param_head = m.group("call_head", "param_head")
             # every alternative of the pattern is a named group, so ``lastgroup`` is never None
-            tags.append(
-                _Tag(cast(str, m.lastgroup), m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
-            )
+            add(_NEW_TAG(_Tag, (m.lastgroup, start, pos, call_head or param_head or "")))
         return tags
 
 
