@@ -855,15 +855,19 @@ def test_a_body_of_too_many_tags_is_malformed(impl, tc, opener, param, closer):
 
 
 def test_the_tag_cap_is_exact():
-    """``TAGS_MAX`` tags are read, each where it is written; one more and there are none (the body is malformed)."""
+    """``TAGS_MAX`` tags are read, each where it is written, though the body has more ``<``; one more tag and there
+    are none (the body is malformed)."""
     from textcalls.dialects.xml import _QWEN, TAGS_MAX
 
-    body = "x" + "</parameter>y" * TAGS_MAX
-    tags = _QWEN.tags(body)
-    assert len(tags) == TAGS_MAX
-    assert [(t.kind, t.start, t.end, t.head) for t in tags[:2]] == [("end_param", 1, 13, ""), ("end_param", 14, 26, "")]
-    assert tags[-1].end == len(body) - 1
-    assert _QWEN.tags(body + "<parameter=p>") is None
+    for body in ("x" + "</parameter>y" * TAGS_MAX, "x" + "</parameter>y" * TAGS_MAX + "a < b <"):
+        tags = _QWEN.tags(body)
+        assert len(tags) == TAGS_MAX
+        assert [(t.kind, t.start, t.end, t.head) for t in tags[:2]] == [
+            ("end_param", 1, 13, ""),
+            ("end_param", 14, 26, ""),
+        ]
+        assert tags[-1].end == 13 * TAGS_MAX
+        assert _QWEN.tags(body + "<parameter=p>") is None
     assert _QWEN.tags("<function=f>") == [("call", 0, 12, "f")]
 
 

@@ -120,14 +120,16 @@ class _Markup:
 
     def tags(self, body: str) -> list[_Tag] | None:
         """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed)."""
+        # every tag starts with "<": no more tags than "<"; else the matches are counted by ``subn`` (in C,
+        # up to one past the cap) before any is made
+        if body.count("<") > TAGS_MAX and self.pattern.subn("", body, TAGS_MAX + 1)[1] > TAGS_MAX:
+            return None
         tags: list[_Tag] = []
         search, find, add, pos = self.pattern.search, body.find, tags.append, 0
-        # every tag starts with "<": ``str.find`` (memchr) skips to the next one, which the regex engine would
-        # reach one character at a time; the matches are ``finditer``'s. A tag is made by ``tuple.__new__``,
-        # without the Python frame of a named tuple's own ``__new__``.
+        # ``str.find`` (memchr) skips to the next "<", which the regex engine would reach one character at a
+        # time; the matches are ``finditer``'s (and ``subn``'s). A tag is made by ``tuple.__new__``, without the
+        # Python frame of a named tuple's own ``__new__``.
         while (start := find("<", pos)) >= 0 and (m := search(body, start)) is not None:
-            if len(tags) == TAGS_MAX:
-                return None
             start, pos = m.span()
             call_head, param_head = m.group("call_head", "param_head")
             # every alternative of the pattern is a named group, so ``lastgroup`` is never None
