@@ -2240,9 +2240,11 @@ def repair(str text not None):
             copied = end
         elif tok == T_NAME and expect_key:
             k = _skip_space(kind, d, end, n)
-            if k < n and PyUnicode_READ(kind, d, k) == 0x3A:  # a bare key
+            if k < n and PyUnicode_READ(kind, d, k) == 0x3A:  # a bare key (pieces, no concatenated copies)
                 pieces.append(text[copied:i])
-                pieces.append('"' + text[i:end] + '"')
+                pieces.append('"')
+                pieces.append(text[i:end])
+                pieces.append('"')
                 copied = end
         elif tok == T_PUNCT and (c == 0x7B or c == 0x5B):
             depth += 1
