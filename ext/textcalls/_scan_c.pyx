@@ -355,6 +355,34 @@ cdef extern from *:
         *k = j;
         return i;
     }
+    /* The stops of one block of _literal_blocks at p[i], B code units, W mask bits a unit (ONE: one unit's
+       bits): each taken in turn, the lowest first; a backslash's character is taken with it, and when it is
+       the block's last unit's, the next block starts after it. */
+    #define _LITERAL_STOPS(B, W, ONE)                                                    \
+        next = i + B;                                                                    \
+        while (mask) {                                                                   \
+            c = (unsigned)__builtin_ctz(mask) / W;                                       \
+            ch = p[i + c];                                                               \
+            if (ch == 0x5C) {                                                            \
+                if (i + c + 1 >= n || (e = p[i + c + 1]) >= 128 || escape[e] == 2) {     \
+                    i += c;                                                              \
+                    goto out;                                                            \
+                }                                                                        \
+                add += pair_extra[e];                                                    \
+                if (c == B - 1) {                                                        \
+                    next = i + B + 1;                                                    \
+                    break;                                                               \
+                }                                                                        \
+                mask &= ~(((ONE << W) | ONE) << (W * c));                                \
+            } else if (ch == quote || ch == 0 || ch == 0x0A || ch == 0x0D) {             \
+                i += c;                                                                  \
+                goto out;                                                                \
+            } else {                                                                     \
+                add += char_extra[ch];                                                   \
+                mask &= ~(ONE << (W * c));                                               \
+            }                                                                            \
+        }                                                                                \
+        i = next;
     /* Reads a simple Python literal's body (_literal_k) from i, 16 bytes at a time (1- and 2-byte text),
        taking every stop of a block from its mask: the quote, a backslash with the character after it, a
        control character, and a '"' (one only a '-quoted literal holds). *extra grows by what each stop it
@@ -376,30 +404,7 @@ cdef extern from *:
                 mask = (unsigned)_mm_movemask_epi8(
                     _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, dq)),
                                  _mm_or_si128(_mm_cmpeq_epi8(x, b), _mm_cmpeq_epi8(_mm_subs_epu8(x, lo), z))));
-                next = i + 16;
-                while (mask) {
-                    c = (unsigned)__builtin_ctz(mask);
-                    ch = p[i + c];
-                    if (ch == 0x5C) {
-                        if (i + c + 1 >= n || (e = p[i + c + 1]) >= 128 || escape[e] == 2) {
-                            i += c;
-                            goto out;
-                        }
-                        add += pair_extra[e];
-                        if (c == 15) {  /* e opens the next block */
-                            next = i + 17;
-                            break;
-                        }
-                        mask &= ~(3u << c);
-                    } else if (ch == quote || ch == 0 || ch == 0x0A || ch == 0x0D) {
-                        i += c;
-                        goto out;
-                    } else {
-                        add += char_extra[ch];
-                        mask &= mask - 1;
-                    }
-                }
-                i = next;
+                _LITERAL_STOPS(16, 1, 1u)
             }
         } else if (kind == 2) {
             const Py_UCS2* p = (const Py_UCS2*)d;
@@ -410,30 +415,7 @@ cdef extern from *:
                 mask = (unsigned)_mm_movemask_epi8(
                     _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi16(x, q), _mm_cmpeq_epi16(x, dq)),
                                  _mm_or_si128(_mm_cmpeq_epi16(x, b), _mm_cmpeq_epi16(_mm_subs_epu16(x, lo), z))));
-                next = i + 8;
-                while (mask) {
-                    c = (unsigned)__builtin_ctz(mask) >> 1;  /* two bits a code unit */
-                    ch = p[i + c];
-                    if (ch == 0x5C) {
-                        if (i + c + 1 >= n || (e = p[i + c + 1]) >= 128 || escape[e] == 2) {
-                            i += c;
-                            goto out;
-                        }
-                        add += pair_extra[e];
-                        if (c == 7) {  /* e opens the next block */
-                            next = i + 9;
-                            break;
-                        }
-                        mask &= ~(15u << (2 * c));
-                    } else if (ch == quote || ch == 0 || ch == 0x0A || ch == 0x0D) {
-                        i += c;
-                        goto out;
-                    } else {
-                        add += char_extra[ch];
-                        mask &= ~(3u << (2 * c));
-                    }
-                }
-                i = next;
+                _LITERAL_STOPS(8, 2, 3u)  /* two bits a code unit */
             }
         }
     out:
