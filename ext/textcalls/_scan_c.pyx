@@ -294,8 +294,8 @@ cdef extern from *:
        backslash or control character c as out[8c..] (its first out_len[c] characters); with pairs (a simple Python
        literal's body, checked by _literal_k), a backslash and the ASCII character e after it as
        out[8(128 + e)..]. A store that goes past what is written is overwritten by what follows, so it must
-       stay inside the output: blocks are written while 24 bytes of room are left before room. Returns where
-       it stopped in d; *k moves. */
+       stay inside the output: blocks are written while room for a block and an escape stored whole is left
+       before room (24 code units; 2-byte text, 16). Returns where it stopped in d; *k moves. */
     static Py_ssize_t _json_blocks(int kind, const void* d, Py_ssize_t i, Py_ssize_t end, void* o,
                                    Py_ssize_t* k, Py_ssize_t room, int pairs, const unsigned char* out,
                                    const unsigned char* out_len) {
