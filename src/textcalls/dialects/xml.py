@@ -91,6 +91,8 @@ class _Call(NamedTuple):
 #: How many tags (calls, parameters and their ends) a body may have: each is read in Python, so a body
 #: of tens of thousands of tags is malformed rather than a CPU sink. No call has thousands of parameters.
 TAGS_MAX = 4096
+#: From how many tags read ``_Markup.tags`` counts them all at once (``subn``): real calls have far fewer.
+_COUNT_TAGS_FROM = 256
 #: How long a tag's attributes (MiniMax, Step-3, DSML: ``name="…" string="…"``) may be: they are read by a
 #: Python regex at a few MB/s, so a longer head has none (no name: malformed). Real heads are tens of characters.
 ATTRIBUTES_MAX = 4096
@@ -120,16 +122,16 @@ class _Markup:
 
     def tags(self, body: str) -> list[_Tag] | None:
         """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed)."""
-        # every tag starts with "<": no more tags than "<"; else the matches are counted by ``subn`` (in C,
-        # up to one past the cap) before any is made
-        if body.count("<") > TAGS_MAX and self.pattern.subn("", body, TAGS_MAX + 1)[1] > TAGS_MAX:
-            return None
         tags: list[_Tag] = []
         search, find, add, pos = self.pattern.search, body.find, tags.append, 0
-        # ``str.find`` (memchr) skips to the next "<", which the regex engine would reach one character at a
-        # time; the matches are ``finditer``'s (and ``subn``'s). A tag is made by ``tuple.__new__``, without the
-        # Python frame of a named tuple's own ``__new__``.
+        # every tag starts with "<": ``str.find`` (memchr) skips to the next one, which the regex engine would
+        # reach one character at a time; the matches are ``finditer``'s. A tag is made by ``tuple.__new__``,
+        # without the Python frame of a named tuple's own ``__new__``.
         while (start := find("<", pos)) >= 0 and (m := search(body, start)) is not None:
+            # a body this rich in tags has them counted by ``subn`` (the same matches, in C, up to one past the
+            # cap) once, so that one past the cap is malformed before thousands are made; most bodies never get here
+            if len(tags) == _COUNT_TAGS_FROM and self.pattern.subn("", body, TAGS_MAX + 1)[1] > TAGS_MAX:
+                return None
             start, pos = m.span()
             call_head, param_head = m.group("call_head", "param_head")
             # every alternative of the pattern is a named group, so ``lastgroup`` is never None
