@@ -37,6 +37,8 @@ ADVERSARIAL = {
     "pythonic-many-strings": (pythonic_list, lambda n: "[f(" + "a='x'," * n + ")]"),
     "pythonic-backslash-runs": (pythonic_list, lambda n: "[f(a='" + "\\\\\\'" * n + "')]"),
     "pythonic-unterminated": (pythonic_list, lambda n: "[f(a='" + "x" * n),
+    # each escaped quote opens a literal that never closes (a regex sub read from each to the end: quadratic)
+    "pythonic-escaped-quotes": (pythonic_list, lambda n: "[f(a=" + "'x,\\" * n),
 }
 for name in ADVERSARIAL:
     # linear, or less where a cap stops the reading early (TAGS_MAX, MAX_DEPTH, REPAIR_TOKENS)

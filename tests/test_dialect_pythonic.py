@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import warnings
 from unittest import mock
 
@@ -290,6 +291,94 @@ def test_the_keyword_precheck_skips_only_what_tokens_would_leave(text):
     assert _escape_keywords(text) == _escape_by_tokens(text)
 
 
+#: What the node count (``too_many_python_nodes``) reads as string literals, stated as a regex that finds them from
+#: left to right (``sub``): the definition the implementations are checked against. (Not theirs: on some texts,
+#: such as ``"'x,\\" * n``, where each escaped quote opens a literal that reads to the end and fails, it takes
+#: quadratic time.)
+NODE_COUNT_STRINGS = re.compile(
+    r"'''(?:[^'\\]|\\.|'(?!''))*'''"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*"""'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"',
+    re.S,
+)
+
+
+def nodes_outside_strings(text):
+    outside = NODE_COUNT_STRINGS.sub("", text)
+    return sum(map(outside.count, "(,=[{"))
+
+
+NODE_COUNTS = [  # (text, its nodes outside string literals), read by hand
+    ("f(a=1, b=[2, {3: 4}])", 7),
+    ("'a,b'", 0),
+    ("'a,b", 1),  # never closes: the quote is a character like the others
+    ("'a\\',b'", 0),  # an escaped quote does not close it
+    ("'a\\\\',b", 1),  # an escaped backslash, then the closing quote
+    ("'a\n,'", 1),  # a one-line literal does not reach past its line: the comma, then a last quote that fails
+    ("'a\\\n,'", 0),  # a backslash and a line feed are read together: the literal goes on
+    ('"""a\n,"""', 0),  # a triple-quoted one does
+    ("'''a,''", 0),  # three quotes that never close: '' then 'a,' are one-line literals, the last quote fails
+    ("''''''", 0),  # an empty triple-quoted literal
+    ("'''a''''", 0),  # closed by the first three quotes; the fourth opens nothing
+    ("'a\"b', \"c'd\"", 1),  # each quote is a character in a literal of the other
+    ("x('''a,\\'''b,''''", 1),  # \' is escaped: three quotes close after "b,", the last quote fails
+    ("'x,\\" * 3, 3),  # every literal opened runs to the end and fails
+    # outside a literal a backslash escapes nothing: each three quotes open one that never closes (inside it, each
+    # later three follow a backslash), then '' closes and the third quote fails at its line's end
+    (",\\'''\n" * 3, 3),
+]
+
+
+@pytest.mark.parametrize(("text", "nodes"), NODE_COUNTS)
+def test_the_node_count_reads_string_literals_as_stated(impl, text, nodes):
+    assert nodes_outside_strings(text) == nodes  # the regex definition says the same
+    assert impl.too_many_python_nodes(text, nodes) is False
+    if nodes:
+        assert impl.too_many_python_nodes(text, nodes - 1) is True
+    with pytest.raises(TypeError):
+        impl.too_many_python_nodes(text.encode(), nodes)
+    with pytest.raises(ValueError, match="cap of 0 or more"):
+        impl.too_many_python_nodes(text, -1)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    text=st.lists(
+        # (and characters whose low byte is a quote, a node or a backslash: ħ, ¨, 尧)
+        st.sampled_from(
+            ["'", '"', "\\", "\n", "(", ",", "=", "x", "\u0127", "\u00a8", "\u5c27", "\U0001f600", "'''", '"""']
+        ),
+        max_size=24,
+    ).map("".join),
+    slack=st.integers(-3, 2),
+)
+def test_the_node_count_agrees_with_its_definition_on_both_implementations(text, slack):
+    nodes = nodes_outside_strings(text)
+    cap = max(0, nodes + slack)
+    assert [impl.too_many_python_nodes(text, cap) for impl in BOTH] == [nodes > cap] * len(BOTH)
+
+
+@pytest.mark.parametrize("unit", ["'x,\\", ",\\'''\n"], ids=["one-line", "triple"])
+def test_the_node_count_stays_linear_where_literals_fail(impl, unit):
+    # (as in NODE_COUNTS) every quote opens a literal that reads to the end and fails: read again from each,
+    # 100,000 units would take hours (the suite would hang)
+    text = unit * 100_000
+    assert impl.too_many_python_nodes(text, 99_999) is True
+    assert impl.too_many_python_nodes(text, 100_000) is False
+
+
+def test_a_body_of_unclosed_escaped_literals_stays_linear(impl, tc):
+    # Each escaped quote opens a one-line literal that reads to the end and fails: read again from every one of
+    # them, 800 kB took hours (the suite would hang); a body over the node cap, malformed.
+    body = "[f(a=" + "'x,\\" * 200_000
+    parsed = tc.parse("<|tool_call_start|>" + body + "<|tool_call_end|>")
+    assert (parsed.calls, parsed.removed, parsed.content) == ([], 1, "")
+    scrubber = tc.StreamScrubber()
+    streamed = scrubber.feed("<|tool_call_start|>" + body) + scrubber.feed("<|tool_call_end|> after") + scrubber.flush()
+    assert (streamed, scrubber.calls, scrubber.removed) == (" after", [], 1)
+
+
 def test_a_body_of_too_many_nodes_is_malformed_but_long_strings_are_not(impl, tc):
     from textcalls.dialects.pythonic import NODES_MAX
 
@@ -541,7 +630,7 @@ def test_a_single_quoted_string_ends_and_reads_as_python_reads_it(quote, string,
     assert answers[0] == answers[-1]
     if answers[0] is not None:
         end, value = answers[0]
-        assert pythonic._STRING_LITERAL.match(text).end() == end
+        assert NODE_COUNT_STRINGS.match(text).end() == end
         if isinstance(value, EncodedString):  # a simple literal, written as JSON
             value = json.loads(value.json)
         if value is not None:
@@ -650,5 +739,5 @@ def test_simple_literal_json_agrees_with_the_twin_and_with_python(quote, body, a
     if written[0] is not None:
         end, encoded = written[0]
         if not text.startswith(quote * 3, 4):  # (triple quotes: ``_Strings.cut`` leaves such text whole)
-            assert pythonic._STRING_LITERAL.match(text, 4).end() == end
+            assert NODE_COUNT_STRINGS.match(text, 4).end() == end
         assert literal_value(text[4:end]) == json.loads(encoded)

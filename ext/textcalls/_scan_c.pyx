@@ -36,6 +36,7 @@ __all__ = [
     "scan_whole",
     "simple_literal_json",
     "string_object",
+    "too_many_python_nodes",
     "TABLE_LIMITS",
 ]
 
@@ -2080,6 +2081,92 @@ def simple_literal_json(str text not None, Py_ssize_t start, Py_ssize_t json_fro
         return close + 1, PyUnicode_FromKindAndData(kind, buffer, size)
     finally:
         PyMem_Free(buffer)
+
+
+# -- a pythonic body's nodes outside its string literals (pythonic.NODES_MAX) --------------------------------
+
+cdef unsigned char PY_NODE[128]  # 1: a node character, ( , = [ {; 2: a quote; else 0
+for _c in "(,=[{":
+    PY_NODE[ord(_c)] = 1
+PY_NODE[0x22] = PY_NODE[0x27] = 2
+
+
+cdef Py_ssize_t _triple_end_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t q) noexcept nogil:
+    """The index after the triple-quoted literal whose body starts at ``i``, or -1 if it does not close."""
+    while i < n:
+        if d[i] == 0x5C:
+            i += 2
+        elif d[i] == q and i + 2 < n and d[i + 1] == q and d[i + 2] == q:
+            return i + 3
+        else:
+            i += 1
+    return -1
+
+
+cdef Py_ssize_t _line_end_k(const uchar* d, Py_ssize_t n, Py_ssize_t i, uint32_t q) noexcept nogil:
+    """Where the one-line literal whose body starts at ``i`` stops: its closing quote's index if it closes, else
+    the line feed's or ``n``."""
+    while i < n and d[i] != q and d[i] != 0x0A:
+        if d[i] == 0x5C:
+            if i + 1 >= n:
+                return n
+            i += 1
+        i += 1
+    return i
+
+
+cdef bint _nodes_over_k(const uchar* d, Py_ssize_t n, Py_ssize_t cap) noexcept nogil:
+    """``too_many_python_nodes`` of the text ``d[:n]``."""
+    cdef Py_ssize_t i = 0, nodes = 0, end
+    cdef Py_ssize_t line_fails[2]  # by quote (0: ', 1: "): a one-line literal opened before this index fails
+    cdef bint triple_fails[2]  # by quote: a triple-quoted literal fails
+    cdef uint32_t c
+    cdef int k
+    line_fails[0] = line_fails[1] = -1
+    triple_fails[0] = triple_fails[1] = False
+    while i < n:
+        c = d[i]
+        i += 1
+        if c >= 128 or PY_NODE[c] == 0:
+            continue
+        if PY_NODE[c] == 1:
+            nodes += 1
+            if nodes > cap:
+                return True
+            continue
+        k = c == 0x22
+        if not triple_fails[k] and i + 1 < n and d[i] == c and d[i + 1] == c:
+            end = _triple_end_k(d, n, i + 2, c)
+            if end >= 0:
+                i = end
+                continue
+            triple_fails[k] = True
+        if i > line_fails[k]:  # (its quote at i - 1)
+            end = _line_end_k(d, n, i, c)
+            if end < n and d[end] == c:
+                i = end + 1
+            else:
+                line_fails[k] = end
+    return False
+
+
+def too_many_python_nodes(str text not None, Py_ssize_t cap):
+    """More than ``cap`` of ``( , = [ {`` in ``text`` outside its Python string literals (``pythonic.NODES_MAX``),
+    read from left to right: at a quote, a triple-quoted literal if three quotes open one that closes, else a
+    one-line literal if one closes before a line feed, else the quote is a character like the others; in
+    either, a backslash and the character after it are read together. In linear time: when a literal does
+    not close, every later one of its kind (triple; one-line, opened before where that one failed) fails
+    too, and is not read again."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    if cap < 0:
+        raise ValueError(f"too_many_python_nodes() expects a cap of 0 or more, not {cap}")
+    if kind == 1:
+        return _nodes_over_k(<const Py_UCS1*>d, n, cap)
+    if kind == 2:
+        return _nodes_over_k(<const Py_UCS2*>d, n, cap)
+    return _nodes_over_k(<const uint32_t*>d, n, cap)
 
 
 # -- relaxed JSON: the repairs, token by token over the buffer (relaxed_json.repair is the twin) ---------

@@ -47,6 +47,7 @@ __all__ = [
     "scan_whole",
     "simple_literal_json",
     "string_object",
+    "too_many_python_nodes",
 ]
 
 # what the scrubber holds at a message's start or end (``_holding``), as in the Cython scanner's Holding
@@ -126,6 +127,57 @@ def simple_literal_json(text: str, start: int, json_from: int) -> tuple[int, str
         else:
             value = body.encode("ascii", "backslashreplace").decode("unicode_escape")
     return literal.end(), encode_basestring(value)
+
+
+_PYTHON_NODE_CHARS = "(,=[{"
+_QUOTE = re.compile("['\"]")
+#: From after a quote: the longest run a one-line literal in that quote can read (not the quote, a backslash or
+#: LF; a backslash and any character); it closes if the quote follows.
+_LINE_RUN = {q: re.compile(rf"[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*", re.S) for q in "'\""}
+#: From after three quotes: the longest run a triple-quoted literal can read (a quote not followed by two more,
+#: a backslash and any character, any other character); it closes if three quotes follow.
+_TRIPLE_RUN = {q: re.compile(rf"[^{q}\\]*(?:(?:\\.|{q}(?!{q}{q}))[^{q}\\]*)*", re.S) for q in "'\""}
+
+
+def too_many_python_nodes(text: str, cap: int) -> bool:
+    """More than ``cap`` of ``( , = [ {`` in ``text`` outside its Python string literals (``pythonic.NODES_MAX``),
+    read from left to right: at a quote, a triple-quoted literal if three quotes open one that closes, else a
+    one-line literal if one closes before a line feed, else the quote is a character like the others; in
+    either, a backslash and the character after it are read together. In linear time: when a literal does
+    not close, every later one of its kind (triple; one-line, opened before where that one failed) fails
+    too, and is not read again."""
+    if not isinstance(text, str):
+        raise TypeError(f"too_many_python_nodes() expects str, not {type(text).__name__}")
+    if cap < 0:
+        raise ValueError(f"too_many_python_nodes() expects a cap of 0 or more, not {cap}")
+    if sum(map(text.count, _PYTHON_NODE_CHARS)) <= cap:  # an upper bound, strings included
+        return False
+    n = len(text)
+    nodes = i = 0
+    triple_fails: set[str] = set()
+    line_fails = {"'": -1, '"': -1}  # a one-line literal opened before this index fails
+    while (quote := _QUOTE.search(text, i)) is not None:
+        j = quote.start()
+        nodes += sum(text.count(c, i, j) for c in _PYTHON_NODE_CHARS)
+        if nodes > cap:
+            return True
+        q = text[j]
+        i = j + 1  # the quote is a character like the others, unless a literal opens here
+        if q not in triple_fails and text.startswith(q * 3, j):
+            run = _TRIPLE_RUN[q].match(text, j + 3)
+            assert run is not None  # (it matches anywhere, if only the empty string; so does _LINE_RUN)
+            if text.startswith(q * 3, run.end()):
+                i = run.end() + 3
+                continue
+            triple_fails.add(q)
+        if j >= line_fails[q]:
+            run = _LINE_RUN[q].match(text, j + 1)
+            assert run is not None
+            if run.end() < n and text[run.end()] == q:
+                i = run.end() + 1
+            else:
+                line_fails[q] = run.end()
+    return nodes + sum(text.count(c, i) for c in _PYTHON_NODE_CHARS) > cap
 
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int:

@@ -30,7 +30,7 @@ from typing import Any
 from .. import _scan
 from ..toolcall import EncodedString, ToolCall, make_call
 from .context import Context
-from .jsonlike import json_calls, too_many_nodes
+from .jsonlike import json_calls
 
 __all__ = ["builtin_call", "pythonic_lines", "pythonic_list", "pythonic_message"]
 
@@ -172,21 +172,15 @@ def _ast(text: str, mode: str) -> Any:
         return ast.parse(source, mode=mode)
 
 
-#: How many of ``( , = [ {`` a body may have outside its string literals: CPython's parser costs
-#: microseconds per node, so a body of many small nodes (tens of thousands of calls or arguments) is
-#: malformed rather than a CPU sink. One long string, however long, is no node.
+#: How many of ``( , = [ {`` a body may have outside its string literals (``_scan``'s
+#: ``too_many_python_nodes``, in linear time): CPython's parser costs microseconds per node, so a body of
+#: many small nodes (tens of thousands of calls or arguments) is malformed rather than a CPU sink. One long
+#: string, however long, is no node.
 NODES_MAX = 4096
-_STRING_LITERAL = re.compile(
-    r"'''(?:[^'\\]|\\.|'(?!''))*'''"
-    r'|"""(?:[^"\\]|\\.|"(?!""))*"""'
-    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
-    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"',
-    re.S,
-)
 
 
 def _too_many_nodes(text: str) -> bool:
-    return too_many_nodes(text, _STRING_LITERAL, "(,=[{", NODES_MAX)
+    return _scan.impl.too_many_python_nodes(text, NODES_MAX)
 
 
 def _parse_calls(text: str, cut: bool = True) -> list[ToolCall] | None:
@@ -256,11 +250,11 @@ class _Strings:
     @classmethod
     def cut(cls, text: str) -> _Strings:
         """``text`` with each plain single-quoted string of at least ``_LONG_STRING`` characters replaced, when
-        its literals are found exactly where Python's tokenizer finds them and ``_STRING_LITERAL`` (for the node
-        count) does too: no CR or NUL anywhere; outside literals no comment and no backslash; no prefix, triple
-        quote or newline in a literal, no literal after only whitespace from another (implicit concatenation);
-        every quote opens a literal that ends; at most ``_WALK_MAX`` literals. Otherwise, or with no long
-        string, nothing is cut."""
+        its literals are found exactly where Python's tokenizer finds them and the node count
+        (``too_many_python_nodes``) does too: no CR or NUL anywhere; outside literals no comment and no
+        backslash; no prefix, triple quote or newline in a literal, no literal after only whitespace from
+        another (implicit concatenation); every quote opens a literal that ends; at most ``_WALK_MAX``
+        literals. Otherwise, or with no long string, nothing is cut."""
         whole = cls(text, text)
         if len(text) < _LONG_STRING or "\r" in text or "\x00" in text:
             return whole
