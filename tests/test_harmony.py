@@ -1,10 +1,13 @@
 """gpt-oss Harmony written as text: calls, the analysis channel as reasoning, the final channel as content."""
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from textcalls.dialects import harmony
 
 from .conftest import IMPLS
 from .streams import feed_in_pieces
@@ -294,3 +297,26 @@ def test_a_name_before_a_channel_word_is_stripped(impl, tc):
     """Stripped-token Harmony: the name ends at the channel word, without the space before it."""
     text = "commentary to=functions.get commentary<|constrain|>json<|message|>{}"
     assert [(c.name, c.arguments) for c in tc.parse(text, formats=["harmony_text"]).calls] == [("get", "{}")]
+
+
+#: A content type after the name, as a regex: the definition ``_without_content_type`` is checked against.
+CONTENT_TYPE = re.compile(r"\s+(?:json|code)$")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([" ", "\t", "\u3000", "\n", "json", "code", "x", "<|"]), max_size=8).map("".join))
+def test_the_content_type_is_removed_as_its_regex_says(written):
+    written = written.strip()  # (_name strips the header first)
+    assert harmony._without_content_type(written) == CONTENT_TYPE.sub("", written)
+
+
+@pytest.mark.parametrize("closer", ["<|message|>{}<|call|>", "{}"])
+def test_a_long_run_of_whitespace_in_a_header_stays_linear(impl, tc, closer):
+    # a content type after the name was removed by that regex, tried at every position of the run: quadratic
+    # (a run of 16,000 spaces took seconds; this one would hang the suite); the name is the header's first word
+    text = "<|channel|>commentary >to=functions.f" + " " * 1_000_000 + "x" + closer
+    parsed = tc.parse(text)
+    assert (calls(parsed), parsed.content) == ([("f", {})], "")
+    scrubber = tc.StreamScrubber()
+    out = "".join(scrubber.feed(text[i : i + 4096]) for i in range(0, len(text), 4096)) + scrubber.flush()
+    assert (out, [(c.name, c.arguments) for c in scrubber.calls]) == ("", [("f", "{}")])

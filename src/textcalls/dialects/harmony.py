@@ -28,7 +28,7 @@ __all__ = ["harmony", "harmony_text"]
 _RECIPIENT = re.compile(r"\bto=(?:functions\.)?")
 _MESSAGE = "<|message|>"
 _TOKEN = "<|"
-_CONTENT_TYPE = re.compile(r"\s+(?:json|code)$")
+_CONTENT_TYPES = ("json", "code")
 _GLUED = ("json", "commentary")
 #: What may follow the recipient in a text-form header: the channel, the constraint, the content type.
 _TEXT_TAIL = re.compile(r"(?:<\|channel\|>\s*commentary\s*)?(?:<\|constrain\|>\s*)?(?:json\s*)?")
@@ -76,6 +76,14 @@ def harmony_text(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     return None if call is None else [call]
 
 
+def _without_content_type(written: str) -> str:
+    """``written`` (stripped) without a last word ``json`` or ``code`` and the whitespace before it. (Not by a
+    regex ``\\s+(?:json|code)$``: tried at every position of a long run of whitespace, that is quadratic.)"""
+    if written.endswith(_CONTENT_TYPES) and written[-5:-4].isspace():
+        return written[:-4].rstrip()
+    return written
+
+
 def _name(rest: str, ctx: Context, text_form: bool) -> str | None:
     """The tool name at the start of ``rest`` (the header after ``to=functions.``), or ``None``."""
     token = rest.find(_TOKEN)
@@ -83,7 +91,7 @@ def _name(rest: str, ctx: Context, text_form: bool) -> str | None:
     written = (rest[:token] if delimited else rest).strip()
     if ctx.has_tools and ctx.known(written):
         return written
-    raw = _CONTENT_TYPE.sub("", written).strip()
+    raw = _without_content_type(written).strip()
     if not raw or any(c in raw for c in "<>{}\"'"):
         return None
     if not delimited and any(c.isspace() for c in raw):
