@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import ast
+import io
+import itertools
 import json
+import keyword
 import re
+import tokenize
 import warnings
 from unittest import mock
 
@@ -275,20 +279,74 @@ KEYWORD_TEXT = st.lists(
             "f",
             "True",
             "é",
+            # keywords at the end of longer words, and numbers that tokens touch
+            "el",
+            "mod",
+            "min",
+            "_",
+            "x1",
+            "0x",
+            ".",
+            "j",
+            "e5",
         ]
     ),
     max_size=12,
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+def escape_by_all_tokens(text):
+    """Every keyword token before a ``=`` token renamed, all the tokens read first: what ``_escape_by_tokens``
+    does but for its early return at an unterminated string."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    lines = io.StringIO(text).readlines()
+    for tok, after in reversed(list(itertools.pairwise(tokens))):
+        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and after.string == "=":
+            (row, col) = tok.start
+            lines[row - 1] = lines[row - 1][:col] + pythonic._KW_PREFIX + lines[row - 1][col:]
+    return "".join(lines)
+
+
+def parses(source):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.dump(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return None
+
+
+@settings(max_examples=1500, deadline=None)
 @given(text=KEYWORD_TEXT)
 def test_the_keyword_precheck_skips_only_what_tokens_would_leave(text):
-    """``_escape_keywords`` returns early when no keyword stands before a ``=``: exactly when reading the
-    tokens would change nothing."""
+    """``_escape_keywords`` returns early when no keyword stands before a ``=`` (a keyword at the end of a longer
+    name is not one): exactly when reading the tokens would change nothing. Reading them stops at an unterminated
+    string, which no renaming makes parse."""
     from textcalls.dialects.pythonic import _escape_by_tokens, _escape_keywords
 
     assert _escape_keywords(text) == _escape_by_tokens(text)
+    escaped, reference = _escape_by_tokens(text), escape_by_all_tokens(text)
+    assert escaped == reference or parses(escaped) is None is parses(reference)
+
+
+@pytest.mark.parametrize(
+    ("text", "reads_tokens"),
+    [
+        ("f(from=1)", True),
+        ("f(elif=1)", True),
+        ("f(model=1, min=2, color=3, _if=4, x1in=5)", False),  # keywords inside longer names
+        ("f(a=1if=2)", True),  # "1" then "if": tokens touch
+        ("f(a=1.jif=2)", True),  # "1.j" then "if"
+        ("f(a=éif=2)", True),  # a name may go on through a non-ASCII letter: read the tokens
+        ("f(a=x.if=2)", True),
+        ("f(a=b==None)", False),
+    ],
+)
+def test_the_keyword_precheck_on_names_that_end_with_a_keyword(text, reads_tokens):
+    assert pythonic._may_escape(text) is reads_tokens
 
 
 #: What the node count (``too_many_python_nodes``) reads as string literals, stated as a regex that finds them from
@@ -377,6 +435,15 @@ def test_a_body_of_unclosed_escaped_literals_stays_linear(impl, tc):
     scrubber = tc.StreamScrubber()
     streamed = scrubber.feed("<|tool_call_start|>" + body) + scrubber.feed("<|tool_call_end|> after") + scrubber.flush()
     assert (streamed, scrubber.calls, scrubber.removed) == (" after", [], 1)
+
+
+def test_unterminated_strings_after_a_keyword_argument_stay_linear(impl, tc):
+    # "from=" makes the keywords be read by tokenize, which (before 3.12, in Python) read from each quote of a
+    # string that does not close on its line to the line's end: 8,000 of them took seconds (the suite would
+    # hang); the tokens are read no further than the first
+    body = "[f(from=1, a=" + "'x\\" * 200_000
+    parsed = tc.parse("<|tool_call_start|>" + body + "<|tool_call_end|>")
+    assert (parsed.calls, parsed.removed, parsed.content) == ([], 1, "")
 
 
 def test_a_body_of_too_many_nodes_is_malformed_but_long_strings_are_not(impl, tc):

@@ -46,17 +46,32 @@ _KW_PREFIX = "_textcalls_kw_"  # a keyword argument named like a Python keyword 
 
 
 #: Reversed, a ``=`` (not the second of ``==``, checked at the match) with a Python keyword right before it
-#: in the text (only blanks or a line continuation between, as between two adjacent tokens; even inside a
-#: longer word, since tokens may touch): without one, no keyword is an argument name. Reversed, the
+#: in the text (only blanks or a line continuation between, as between two adjacent tokens; perhaps at the end
+#: of a longer word, checked at the match): without one, no keyword is an argument name. Reversed, the
 #: pattern starts with a literal, which the regex engine finds with a fast scan.
 _KEYWORD_ARG_REVERSED = re.compile(
-    r"=(?:[ \t\f]|\n\r?\\|\r\\)*(?:" + "|".join(re.escape(k[::-1]) for k in keyword.kwlist) + ")"
+    r"=(?:[ \t\f]|\n\r?\\|\r\\)*(?P<keyword>" + "|".join(re.escape(k[::-1]) for k in keyword.kwlist) + ")"
 )
+#: Reversed, the ASCII letters, digits and underscores before such a keyword, and the character before them.
+_WORD_REVERSED = re.compile(r"([A-Za-z0-9_]*)(.?)", re.S)
 
 
 def _may_name_keyword(text: str) -> bool:
     reverse = text[::-1]
-    return any(m.start() == 0 or reverse[m.start() - 1] != "=" for m in _KEYWORD_ARG_REVERSED.finditer(reverse))
+    for m in _KEYWORD_ARG_REVERSED.finditer(reverse):
+        if m.start() > 0 and reverse[m.start() - 1] == "=":
+            continue  # "=="
+        before = _WORD_REVERSED.match(reverse, m.end())
+        assert before is not None  # (it matches anywhere)
+        # One name token when the word starts with an ASCII letter or "_" after a character that no name or
+        # number goes on through (ASCII, not a letter, a digit or "."); then it must be a keyword itself: "elif",
+        # not "model" or "min". Else tokens may touch ("1if", "1.jif", "éif"): the keyword may stand alone.
+        first, edge = before[1][-1:], before[2]
+        if not (first.isalpha() or first == "_") or edge.isalnum() or edge == "." or not edge.isascii():
+            return True
+        if keyword.iskeyword(reverse[m.start("keyword") : before.end(1)][::-1]):
+            return True
+    return False
 
 
 def _escape_keywords(text: str) -> str:
@@ -73,25 +88,26 @@ def _may_escape(text: str) -> bool:
 
 
 def _escape_by_tokens(text: str) -> str:
-    spots = []
+    spots = []  # (row, column) of each keyword before a "=", in the text's order
+    before = None
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.ERRORTOKEN and tok.string in "'\"":
+                # a string that does not close on its line: the text does not parse, escaped or not; and the
+                # pure-Python tokenizer (before 3.12) would read from each later quote to the line's end
+                return text
+            if tok.type == tokenize.OP and tok.string == "=" and before is not None:
+                spots.append(before.start)
+            before = tok if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) else None
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text
-    for tok, nxt in itertools.pairwise(tokens):
-        if (
-            tok.type == tokenize.NAME
-            and keyword.iskeyword(tok.string)
-            and nxt.type == tokenize.OP
-            and nxt.string == "="
-        ):
-            spots.append(tok.start)
     if not spots:
         return text
     lines = io.StringIO(text).readlines()  # the tokenizer's rows (only "\n" ends one; str.splitlines has more)
-    for row, col in reversed(spots):
+    for row, at in itertools.groupby(spots, key=lambda spot: spot[0]):  # each line rebuilt once
         line = lines[row - 1]
-        lines[row - 1] = line[:col] + _KW_PREFIX + line[col:]
+        cuts = [0, *(col for _, col in at), len(line)]
+        lines[row - 1] = _KW_PREFIX.join(line[a:b] for a, b in itertools.pairwise(cuts))
     return "".join(lines)
 
 
