@@ -47,8 +47,10 @@ TOOLS = [
 ]
 KEYS = {"write_file": ["path", "content", "count", "mode"], "edit": ["old", "new"]}
 LAG = 64  # the most a string value's unsent text may hold besides its possible closing layout
-#: what a string value's end may still lose to the trim: a last line of spaces or tabs and its line break
-HELD = re.compile(r"\r?\n[ \t]*|.?", re.S)
+#: what a string value's end may still lose to the trim: a last line of spaces or tabs and its line break, a
+#: last space or "\r"; or a run of blanks (a value may be only layout; a run read apart from the text before
+#: it is held whole until what follows it is known), "\r" after it
+HELD = re.compile(r"\r?\n[ \t]*|[ \t]+\r?|.?", re.S)
 
 _FRAGMENTS = st.sampled_from(
     [
@@ -73,9 +75,19 @@ _FRAGMENTS = st.sampled_from(
         "\x01\x1f",
         "  ",
         "\n    ",
+        " " * 40,  # runs of blanks longer than PIECE_MIN: read apart from the text around them
+        "\t " * 20,
     ]
 )
 _strings = st.lists(st.one_of(st.text(alphabet="ab \n\t'\\{}é😀\r", max_size=8), _FRAGMENTS), max_size=6).map("".join)
+#: values of blanks, line breaks and letters: the text the layout trim reads
+_blank_strings = st.lists(
+    st.one_of(
+        st.text(alphabet=" \t\r\nab", max_size=8),
+        st.sampled_from([" " * 40, "\t" * 33, " \t" * 20, "\n" + " " * 36, "\r\n" + "\t" * 35, "\r", " a "]),
+    ),
+    max_size=6,
+).map("".join)
 _integers = st.integers(-(10**6), 10**6).map(str)
 
 
@@ -112,7 +124,7 @@ PARAM = {
 
 
 @st.composite
-def transcripts(draw):
+def transcripts(draw, strings=_strings):
     """``(text, [[(key, value, offset of the value or None, indented), …] per call]``): prose, Qwen3-Coder (in
     ``<tool_call>``, ``<function=…>`` and Seed-OSS blocks), GLM, MiniMax-M2, Step-3 and DSML calls.
 
@@ -138,7 +150,7 @@ def transcripts(draw):
             )
         )
         for key in keys:
-            value = draw(_integers if key == "count" else _strings)
+            value = draw(_integers if key == "count" else strings)
             opening, closing = PARAM.get(dialect, ("<parameter={key}>", "</parameter>"))
             opening = opening.format(key=key)
             if dialect.startswith("glm"):
@@ -200,6 +212,20 @@ def check_lag(calls, events, marks):
 @SETTINGS
 @given(transcripts(), st.data())
 def test_any_split_streams_each_call_as_parse_reads_it(mod, transcript, data):
+    assert_streams_as_parse_reads(mod, transcript, data)
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@SETTINGS
+@given(transcripts(_blank_strings), st.data())
+def test_any_split_of_blank_layouts_streams_as_parse_reads_it(mod, transcript, data):
+    # values of blanks, tabs, "\r", "\n" and letters, with runs of blanks longer than a run read: what the
+    # trim removes (a leading line break, a closing tag's indentation, one space) is never sent
+    assert_streams_as_parse_reads(mod, transcript, data)
+
+
+def assert_streams_as_parse_reads(mod, transcript, data):
+    """``transcript`` cut as ``data`` draws: each call's pieces join to the arguments ``parse`` gives, within the lag."""
     text, written = transcript
     cuts = cuts_of(data, text)
     content, events, marks, scrubber = run_drawn(data, mod, text, cuts, tools=TOOLS, stream_arguments=True)
@@ -322,6 +348,75 @@ def test_pieces_are_escaped_and_held_as_the_trim_needs(impl, per_delta):
     scrubber.feed("\n</tool_call>")
     assert scrubber.take_events() == [("ended", 0)]
     assert scrubber.calls[0].arguments == json.dumps({"old": 'say "hi"\tnow\n  x '}, ensure_ascii=False)
+
+
+def test_runs_of_blanks_are_held_until_what_follows_them_is_known(impl, per_delta):
+    scrubber = impl.StreamScrubber(tools=TOOLS, stream_arguments=True)
+    steps = [
+        ("<tool_call>\n<function=edit>\n<parameter=old>", ['{"old": "']),
+        # blanks first: they may come before the leading line break, or be all the value (trimmed to "")
+        (" \t", []),
+        (" \t", []),
+        (" \ta", [" \\t \\t \\ta"]),  # not a space before a character: kept (rule 4)
+        # blanks after the text sent: held, read with what follows them
+        ("  ", []),
+        ("  ", []),
+        ("\r", ["    "]),  # a "\r" that may precede the trailing line break: held
+        (" ", ["\\r"]),  # not blanks: read with the "\r", a last space held
+        ("\n", [" "]),
+        ("\t\t", []),  # a last line of blanks: may be the closing tag's indentation
+        ("\t\t", []),
+        ("\r", ["\\n\\t\\t\\t\\t"]),  # not blanks: the line is text, but for a "\r" that may precede a break
+        ("\n", []),
+        ("</parameter>\n<parameter=new>", ['"', ', "new": "']),
+        ("  ", []),
+        ("\r", []),  # blanks and "\r": may be a leading line break yet
+        ("  ", ["  \\r "]),  # not one: the value's text, but for a last space
+        ("b\n</parameter>\n</function>", [" b", '"', "}"]),
+    ]
+    for delta, pieces in steps:
+        scrubber.feed(delta)
+        assert [e[2] for e in scrubber.take_events() if e[0] == "arguments"] == pieces, delta
+    scrubber.feed("\n</tool_call>")
+    assert scrubber.take_events() == [("ended", 0)]
+    arguments = json.dumps({"old": " \t \t \ta    \r \n\t\t\t\t", "new": "  \r  b"}, ensure_ascii=False)
+    assert scrubber.calls[0].arguments == arguments
+
+
+BLANKS = 1_000_000
+#: shape -> (a call whose string value holds a run of BLANKS blanks at ``{}``, that value as parse reads it,
+#: the blanks the run repeats)
+LONG_BLANKS = {
+    # the run on a last line: it may be the closing tag's indentation until the line ends
+    "trailing": (
+        "<tool_call>\n<function=edit>\n<parameter=old>\nx\n{}\n</parameter>\n</function>\n</tool_call>",
+        "x\n{}",
+        " ",
+    ),
+    # the run first: it may come before a leading line break, or be the whole value
+    "leading": ("<tool_call>\n<function=edit>\n<parameter=old>{}x</parameter>\n</function>\n</tool_call>", "{}x", " "),
+    "minimax-tabs": (
+        '<minimax:tool_call><invoke name="edit"><parameter name="old">{}x</parameter></invoke></minimax:tool_call>',
+        "{}x",
+        "\t",
+    ),
+    # the run after text on its line (GLM)
+    "inner": ("<tool_call>edit<arg_key>old</arg_key><arg_value>a{}b</arg_value></tool_call>", "a{}b", " \t"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(LONG_BLANKS))
+def test_long_runs_of_blanks_stay_linear(impl, shape):
+    # Each run of the body read while blanks were held copied and scanned all the blanks held: a megabyte of
+    # them fed in small deltas took minutes per call; the suite would hang otherwise.
+    text, value, blank = LONG_BLANKS[shape]
+    blanks = blank * (BLANKS // len(blank))
+    text, value = text.format(blanks), value.format(blanks)
+    content, calls, scrubber = _one(impl, text, _deltas(text, sizes=(5, 7, 11, 13)), tools=TOOLS)
+    ((index, _, name, pieces, end),) = calls
+    arguments = json.dumps({"old": value}, ensure_ascii=False)
+    assert (index, name, end, content) == (0, "edit", "ended", "")
+    assert "".join(pieces) == scrubber.calls[0].arguments == parse(text, tools=TOOLS).calls[0].arguments == arguments
 
 
 @pytest.mark.parametrize(

@@ -266,6 +266,9 @@ _XML_BODIES = {
 _AFTER = {"end_param": ("param", "end_call", "call"), "end_call": ("call",)}
 _LEADING_BREAK = re.compile(r"[ \t]*\r?\n")
 _MAYBE_LEADING_BREAK = re.compile(r"[ \t]*\r?")
+#: a string value's held text that spaces or tabs after it leave all held (``_XmlCall._text``): blanks,
+#: after at most a line break
+_HELD_BLANKS = re.compile(r"(?:\r?\n)?[ \t]*")
 _PROBES = ("0", "true", "null", "{}", "[]")  # one text each schema type converts
 
 # states of the open block
@@ -367,6 +370,7 @@ class _XmlCall:
         "_last",
         "_lead",
         "_tail",
+        "_blanks",
         "_value_sent",
         "_end",
         "_mark",
@@ -388,7 +392,8 @@ class _XmlCall:
         self._raw: list[str] = []  # the value's text so far, as written
         self._last = ""  # its last character (a parameter tag ends an unclosed value only at a line's start)
         self._lead: bool | None = None  # whether the value starts with a line break (None: not known yet)
-        self._tail = ""  # the string value's text not sent yet
+        self._tail: list[str] = []  # the string value's text not sent yet, in pieces (joined when it is read)
+        self._blanks = True  # it matches ``_HELD_BLANKS``: spaces or tabs after it are held with it, unread
         self._value_sent: list[str] = []
         self._end = ""  # the kind of closing tag held, awaiting what follows it
         self._mark = 0  # the length of that tag in ``_buf``
@@ -489,7 +494,8 @@ class _XmlCall:
         owner._send(("{" if not self._keys else ", ") + json.dumps(key, ensure_ascii=False) + ": " + opening)
         self._keys.add(key)
         self._key = key
-        self._raw, self._last, self._lead, self._tail, self._value_sent = [], "", None, "", [opening]
+        self._raw, self._last, self._lead, self._value_sent = [], "", None, [opening]
+        self._tail, self._blanks = [], True
         self._buf = self._buf[tag.end() :]
         self._step = self._value
         return True
@@ -551,13 +557,20 @@ class _XmlCall:
             return
         if self._kind != _STRING:
             return
-        tail = self._tail + text
+        held = self._tail
+        held.append(text)
+        if self._blanks and not text.strip(" \t"):
+            # blanks after held blanks (``_HELD_BLANKS``): the reading below would hold them all (the trim may
+            # still remove them: a value of blanks so far, or a last line that may be the closing tag's
+            # indentation), so they are held unread: a long run of blanks costs its text, not what it follows
+            return
+        tail = "".join(held)
         if self._lead is None:  # rule 1: a leading line break, rule 4: one space before a character
             m = _LEADING_BREAK.match(tail)
             if m is not None:
                 tail, self._lead = tail[m.end() :], True
             elif _MAYBE_LEADING_BREAK.fullmatch(tail):
-                self._tail = tail
+                self._hold(tail)
                 return
             else:
                 self._lead = False
@@ -567,7 +580,15 @@ class _XmlCall:
         if n:
             self._send_value(tail[:n])
             tail = tail[n:]
-        self._tail = tail
+        self._hold(tail)
+
+    def _hold(self, tail: str) -> None:
+        """Hold ``tail``, the string value's text not sent: it is read again with the text after it. What is held
+        is only the end of the last text read (from its last line break, or a last space or ``\\r``), or blanks
+        that more blanks join unread, or a value's start of blanks and a ``\\r``: each character of a value is
+        read a bounded number of times, however long the runs of blanks."""
+        self._tail = [tail] if tail else []
+        self._blanks = _HELD_BLANKS.fullmatch(tail) is not None
 
     def _send_value(self, text: str) -> None:
         piece = _escape(text)
