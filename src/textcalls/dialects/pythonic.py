@@ -92,7 +92,7 @@ def _escape_by_tokens(text: str) -> str:
     before = None
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.ERRORTOKEN and tok.string in "'\"":
+            if tok.type == tokenize.ERRORTOKEN and tok.string in ("'", '"'):
                 # a string that does not close on its line: the text does not parse, escaped or not; and the
                 # pure-Python tokenizer (before 3.12) would read from each later quote to the line's end
                 return text
