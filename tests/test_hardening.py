@@ -20,6 +20,7 @@ from textcalls.sse import SSERecovery
 from textcalls.stream import MAX_CHOICES, ChunkRecovery, recover_stream
 
 from .gateway_support.sse_client import assemble, chunk, masked, recover, seen, stream
+from .waiting import HANG_GUARD
 
 CALL = '<tool_call>{"name": "lookup", "arguments": {}}</tool_call>'
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -234,7 +235,7 @@ def test_a_scrubber_called_from_two_threads_at_once_raises(impl, monkeypatch):
 
     def slow(*args, **kwargs):  # the first call is inside the scrubber while the second one comes
         entered.set()
-        release.wait(10)
+        release.wait(HANG_GUARD)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(impl, "read_block", slow)
@@ -245,13 +246,13 @@ def test_a_scrubber_called_from_two_threads_at_once_raises(impl, monkeypatch):
     first = threading.Thread(target=lambda: got.setdefault("out", s.feed("Hi " + call)))
     first.start()
     try:
-        assert entered.wait(10)
+        assert entered.wait(HANG_GUARD)
         for call in (lambda: s.feed("x"), s.flush, s.take_reasoning):
             with pytest.raises(RuntimeError, match="two threads at once"):
                 call()
     finally:
         release.set()
-        first.join(10)
+        first.join(HANG_GUARD)
     assert got["out"] == "Hi "  # the first call was not disturbed
     assert [(c.name, c.arguments) for c in s.calls] == [("lookup", "{}")]
     assert s.feed(" bye") == " bye" and s.flush() == ""  # usable again once that call returned

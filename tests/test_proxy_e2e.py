@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -30,6 +29,7 @@ from textcalls import proxy  # noqa: E402
 from textcalls.cli import main  # noqa: E402
 
 from .gateway_support.upstream import LoopThread, Upstream  # noqa: E402
+from .waiting import HANG_GUARD, wait_until  # noqa: E402
 
 WEATHER = {
     "type": "function",
@@ -390,9 +390,7 @@ def test_one_log_line_per_request(impl, gateway, caplog):
     def lines():  # the proxy logs once it has sent the answer: maybe just after the client has it
         return sorted(r.getMessage() for r in caplog.records if r.name == "textcalls.proxy")
 
-    deadline = time.monotonic() + 5
-    while len(lines()) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(lines()) >= 3, "three log lines")
     assert [re.sub(r" [0-9.]+ms$", "", line) for line in lines()] == [
         "GET /v1/models 200 relayed",
         "POST /v1/chat/completions 200 json recovered",
@@ -406,10 +404,8 @@ def test_a_client_leaving_is_logged_with_the_status_it_got(impl, gateway, caplog
     stream = gateway.client().chat.completions.create(model="slow", messages=MESSAGES, tools=TOOLS, stream=True)
     next(iter(stream))
     stream.close()
-    assert gateway.upstream.slow_ended.wait(5)
-    deadline = time.monotonic() + 5
-    while not caplog.records and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert gateway.upstream.slow_ended.wait(HANG_GUARD)
+    wait_until(lambda: caplog.records, "a log line")
     assert re.fullmatch(r"POST /v1/chat/completions 200 client gone [0-9.]+ms", caplog.records[0].getMessage())
 
 

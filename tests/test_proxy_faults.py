@@ -25,6 +25,7 @@ from textcalls.cli import main
 
 from .gateway_support.raw_upstream import RawUpstream, answer, content, event, head
 from .gateway_support.upstream import LoopThread
+from .waiting import HANG_GUARD, wait_until
 
 WEATHER = {
     "type": "function",
@@ -85,9 +86,9 @@ def _parse(buf: bytes, bodiless: bool = False):
     return status, headers, rest, False
 
 
-def read_reply(sock: socket.socket, timeout: float = 5.0, bodiless: bool = False) -> Reply:
-    """Read one answer until it is complete or the proxy closes the connection (at most ``timeout`` s);
-    ``bodiless``: the answer to a HEAD."""
+def read_reply(sock: socket.socket, timeout: float = HANG_GUARD, bodiless: bool = False) -> Reply:
+    """Read one answer until it is complete or the proxy closes the connection (failing the test as hung past
+    ``timeout`` s); ``bodiless``: the answer to a HEAD."""
     deadline = time.monotonic() + timeout
     buf = b""
     while True:
@@ -96,7 +97,7 @@ def read_reply(sock: socket.socket, timeout: float = 5.0, bodiless: bool = False
             return Reply(*parsed, closed=False)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise AssertionError(f"no complete answer and no close within {timeout} s: {buf[:300]!r}")
+            pytest.fail(f"hung: no complete answer and no close in {timeout} s: {buf[:300]!r}")
         sock.settimeout(remaining)
         try:
             data = sock.recv(65536)
@@ -113,7 +114,7 @@ def read_reply(sock: socket.socket, timeout: float = 5.0, bodiless: bool = False
     return Reply(*parsed, closed=True)
 
 
-def send(port: int, data: bytes, timeout: float = 5.0) -> Reply:
+def send(port: int, data: bytes, timeout: float = HANG_GUARD) -> Reply:
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(data)
         return read_reply(sock, timeout, bodiless=data.startswith(b"HEAD "))
@@ -168,11 +169,6 @@ def error_of(reply: Reply, status: int, kind: str) -> str:
     return error["message"]
 
 
-#: How long a test waits on the proxy before it calls the run hung: an error that keeps a broken proxy from
-#: hanging the suite, generous enough that no machine's speed trips it; never a verdict on how fast it is.
-HANG_GUARD = 60.0
-
-
 def closed_by_peer(sock: socket.socket) -> bool:
     """Whether the proxy's next move on ``sock`` is to close it (``True``), not to send more (``False``); waits
     for that move however long it takes, failing the test as hung only past ``HANG_GUARD``."""
@@ -183,30 +179,6 @@ def closed_by_peer(sock: socket.socket) -> bool:
         return True
     except TimeoutError:
         pytest.fail(f"hung: the proxy neither closed the connection nor sent more in {HANG_GUARD} s")
-
-
-def closes(sock: socket.socket, timeout: float = 2.0) -> bool:
-    """Whether the proxy closes ``sock`` (after its answer) within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        sock.settimeout(max(0.01, deadline - time.monotonic()))
-        try:
-            if not sock.recv(65536):
-                return True
-        except TimeoutError:
-            return False
-        except ConnectionResetError:
-            return True
-    return False
-
-
-def wait_until(condition, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 # --- fixtures --------------------------------------------------------------------------------------
@@ -460,7 +432,7 @@ def test_stalled_chat_bodies_get_a_408_and_are_closed_without_reaching_the_upstr
             sock.sendall(request)
         replies = []
         for sock in sockets:  # every one answered and closed (no lingering over the unread body)
-            replies.append(read_reply(sock, HANG_GUARD))
+            replies.append(read_reply(sock))
             assert replies[-1].closed or closed_by_peer(sock)
     finally:
         for sock in sockets:
@@ -484,8 +456,8 @@ def test_a_stalled_relayed_body_gets_a_408_and_the_upstream_no_complete_request(
             sock.sendall(stalled)
         replies = []
         for sock in sockets:
-            replies.append(read_reply(sock, 5))
-            assert replies[-1].closed or closes(sock)
+            replies.append(read_reply(sock))
+            assert replies[-1].closed or closed_by_peer(sock)
     finally:
         for sock in sockets:
             sock.close()
@@ -572,14 +544,13 @@ def test_a_client_leaving_mid_stream_cancels_the_upstream_request(impl, net, log
 
     stub = net.upstream(script)
     port = net.proxy(stub.url)
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as sock:
         sock.sendall(chat())
         got = b""
-        deadline = time.monotonic() + 5
-        while b"word0 " not in got and time.monotonic() < deadline:
-            got += sock.recv(65536)
+        while b"word0 " not in got and (data := sock.recv(65536)):  # (a hang: TimeoutError past HANG_GUARD)
+            got += data
         assert b"word0 " in got
-    assert stopped.wait(3)
+    assert stopped.wait(HANG_GUARD)
     assert len(sent) < 200
     assert wait_until(lambda: any(" 200 client gone " in m for m in logs()))
 

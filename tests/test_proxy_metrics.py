@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -34,6 +33,7 @@ from textcalls.cli import main
 from textcalls.markers import DIALECTS
 
 from .gateway_support.upstream import LoopThread, Upstream
+from .waiting import HANG_GUARD, wait_until
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
@@ -140,9 +140,7 @@ def histogram(samples, path) -> tuple:
 
 def log_lines(out, n):
     """The first ``n`` JSON lines logged (the proxy logs just after it has sent an answer: wait a little)."""
-    deadline = time.monotonic() + 5
-    while out.getvalue().count("\n") < n and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: out.getvalue().count("\n") >= n, f"{n} log lines")
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -255,7 +253,7 @@ def test_a_client_leaving_and_the_proxys_own_errors(impl, stub):
         assert response.status == 200 and response.read1(65536).startswith(b"data: ")
         conn.sock.shutdown(socket.SHUT_RDWR)
         conn.close()
-        assert stub.upstream.slow_ended.wait(5)
+        assert stub.upstream.slow_ended.wait(HANG_GUARD)
         (gone,) = log_lines(out, 1)
         samples = scrape(port)
     assert requests_by(samples) == {(CHAT, "client_gone"): 1}
@@ -557,7 +555,7 @@ def test_workers_report_the_same_totals_and_log_json(stub):
             assert samples["textcalls_calls_recovered_total", (("body", "sse"), ("dialect", "hermes"))] == 32
             assert histogram(samples, CHAT)[2] == 16
         proc.terminate()
-        assert proc.wait(15) == 0
+        assert proc.wait(HANG_GUARD) == 0
         rest = [json.loads(line) for line in proc.stderr.read().splitlines()]  # every line JSON
         assert sum(line["message"] == "textcalls proxy stopping (SIGTERM)" for line in rest) == 2
     finally:

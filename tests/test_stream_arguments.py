@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from unittest import mock
 
 import pytest
@@ -24,6 +23,7 @@ from textcalls.sse import SSERecovery, recover_sse
 from textcalls.stream import ChunkRecovery, arecover_stream, recover_stream
 
 from .test_call_events import FRESH, LAG, TOOLS, cuts_of, transcripts
+from .waiting import wait_until
 
 openai = pytest.importorskip("openai", reason="the client side is the openai SDK's accumulator")
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
@@ -362,13 +362,11 @@ def streaming_proxy():
 
 
 def _proxy_lines(caplog, n):
-    deadline = time.monotonic() + 5  # the proxy logs once it has sent the answer: maybe just after the client has it
-    while time.monotonic() < deadline:
-        lines = [r.getMessage() for r in caplog.records if r.name == "textcalls.proxy"]
-        if len(lines) >= n:
-            return lines
-        time.sleep(0.01)
-    return lines
+    def lines():  # the proxy logs once it has sent the answer: maybe just after the client has it
+        return [r.getMessage() for r in caplog.records if r.name == "textcalls.proxy"]
+
+    wait_until(lambda: len(lines()) >= n, f"{n} log lines")
+    return lines()
 
 
 def test_the_proxy_streams_the_arguments_as_the_model_writes_them(impl, streaming_proxy, caplog):

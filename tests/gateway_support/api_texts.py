@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import time
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 from textcalls import proxy
 
+from ..waiting import wait_until
 from .api_upstream import ApiUpstream
 from .sse_events import events
 from .upstream import LoopThread
@@ -124,14 +124,12 @@ class Gateway:
 
 def log_lines(caplog, tag: str, count: int) -> list:
     """The proxy's log lines of the requests whose query is ``?t=TAG``, sorted, their times cut, once there are
-    ``count`` of them or 5 s have passed (the proxy logs once it has sent an answer: maybe just after)."""
+    ``count`` of them (the proxy logs once it has sent an answer: maybe just after)."""
 
     def lines():
         return sorted(
             re.sub(r" [0-9.]+ms$", "", r.getMessage()) for r in caplog.records if f"?t={tag}" in r.getMessage()
         )
 
-    deadline = time.monotonic() + 5
-    while len(lines()) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(lines()) >= count, f"{count} log lines")
     return lines()
