@@ -23,6 +23,9 @@ from textcalls.sse import SSERecovery, recover_sse
 from textcalls.stream import ChunkRecovery, arecover_stream, recover_stream
 
 from .test_call_events import FRESH, LAG, TOOLS, cuts_of, transcripts
+from .test_call_events_xml import TOOLS as XML_TOOLS
+from .test_call_events_xml import _blank_strings
+from .test_call_events_xml import transcripts as xml_transcripts
 from .waiting import wait_until
 
 openai = pytest.importorskip("openai", reason="the client side is the openai SDK's accumulator")
@@ -163,6 +166,38 @@ def test_sse_in_any_byte_split_gives_the_chunks_of_chunk_recovery(impl, transcri
     assert _normal(sse_chunks(b"".join(out))) == _normal(expected)
     assert (recovery.recovered, recovery.abandoned) == (machine.recovered, machine.abandoned) == (len(written), 0)
     assert len([e for e in entries(expected) if "id" in e]) == len(written)
+
+
+@SETTINGS
+@given(st.one_of(xml_transcripts(), xml_transcripts(_blank_strings)), st.data())
+def test_xml_calls_through_chunks_and_sse_in_any_split_stream_as_parse_reads_them(impl, transcript, data):
+    """The XML reader's holds and shortcuts (a run of blanks gathered unread) seen from the chunk and SSE layers:
+    SSE bytes in any split give the chunks of chunk recovery, and a client rebuilds the content and the calls of
+    the option off, which are parse's."""
+    text, written = transcript
+    chunks = chunks_of(text, cuts_of(data, text))
+    machine = ChunkRecovery(native=True, has_tools=True, tools=XML_TOOLS, stream_arguments=True)
+    expected = [new for c in chunks for new in machine.push(c)] + machine.close()
+    body = sse_bytes(chunks)
+    splits = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=20))) | {len(body)})
+    recovery = SSERecovery(native=True, has_tools=True, tools=XML_TOOLS, stream_arguments=True)
+    out, start = [], 0
+    for cut in splits:
+        out.append(recovery.feed(body[start:cut]))
+        start = cut
+    out.append(recovery.close())
+    assert _normal(sse_chunks(b"".join(out))) == _normal(expected)
+    assert (recovery.recovered, recovery.abandoned) == (machine.recovered, machine.abandoned)
+    off = list(recover_stream(chunks, native=True, has_tools=True, tools=XML_TOOLS))
+    whole = parse(text, tools=XML_TOOLS)
+    on_content, on_calls, _ = accumulate(expected)
+    off_content, off_calls, _ = accumulate(off)
+    assert on_content == off_content and on_content.strip() == whole.content
+    # as in test_call_events_xml: a '"' after a '{' may hide a JSON-reading block's closer, an indented closing
+    # tag dedents the value (the call is abandoned); without either, every call streams and ends as parse reads it
+    if not any('"' in value or indented for params in written for _, value, _, indented in params):
+        assert machine.abandoned == 0 and machine.recovered == len(whole.calls) == len(written)
+        assert [c[1:] for c in on_calls] == [c[1:] for c in off_calls] == [(c.name, c.arguments) for c in whole.calls]
 
 
 def run(text, cuts, *, native=True, **options):
