@@ -148,22 +148,29 @@ def sse_chunks(data):
     return [json.loads(e.removeprefix(b"data: ")) for e in events[:-1]]
 
 
-@SETTINGS
-@given(transcripts(), st.data())
-def test_sse_in_any_byte_split_gives_the_chunks_of_chunk_recovery(impl, transcript, data):
-    text, written = transcript
-    chunks = chunks_of(text, cuts_of(data, text))
+def sse_and_chunk_recovery(chunks, data, tools):
+    """``chunks`` through chunk recovery, and as SSE bytes cut where ``data`` draws through SSE recovery, with
+    ``stream_arguments``; asserts the SSE gives chunk recovery's chunks. ``(recovery, machine, its chunks)``."""
     body = sse_bytes(chunks)
     splits = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=20))) | {len(body)})
-    recovery = SSERecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True)
+    recovery = SSERecovery(native=True, has_tools=True, tools=tools, stream_arguments=True)
     out, start = [], 0
     for cut in splits:
         out.append(recovery.feed(body[start:cut]))
         start = cut
     out.append(recovery.close())
-    machine = ChunkRecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True)
+    machine = ChunkRecovery(native=True, has_tools=True, tools=tools, stream_arguments=True)
     expected = [new for c in chunks for new in machine.push(c)] + machine.close()
     assert _normal(sse_chunks(b"".join(out))) == _normal(expected)
+    return recovery, machine, expected
+
+
+@SETTINGS
+@given(transcripts(), st.data())
+def test_sse_in_any_byte_split_gives_the_chunks_of_chunk_recovery(impl, transcript, data):
+    text, written = transcript
+    chunks = chunks_of(text, cuts_of(data, text))
+    recovery, machine, expected = sse_and_chunk_recovery(chunks, data, TOOLS)
     assert (recovery.recovered, recovery.abandoned) == (machine.recovered, machine.abandoned) == (len(written), 0)
     assert len([e for e in entries(expected) if "id" in e]) == len(written)
 
@@ -176,17 +183,7 @@ def test_xml_calls_through_chunks_and_sse_in_any_split_stream_as_parse_reads_the
     the option off, which are parse's."""
     text, written = transcript
     chunks = chunks_of(text, cuts_of(data, text))
-    machine = ChunkRecovery(native=True, has_tools=True, tools=XML_TOOLS, stream_arguments=True)
-    expected = [new for c in chunks for new in machine.push(c)] + machine.close()
-    body = sse_bytes(chunks)
-    splits = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=20))) | {len(body)})
-    recovery = SSERecovery(native=True, has_tools=True, tools=XML_TOOLS, stream_arguments=True)
-    out, start = [], 0
-    for cut in splits:
-        out.append(recovery.feed(body[start:cut]))
-        start = cut
-    out.append(recovery.close())
-    assert _normal(sse_chunks(b"".join(out))) == _normal(expected)
+    recovery, machine, expected = sse_and_chunk_recovery(chunks, data, XML_TOOLS)
     assert (recovery.recovered, recovery.abandoned) == (machine.recovered, machine.abandoned)
     off = list(recover_stream(chunks, native=True, has_tools=True, tools=XML_TOOLS))
     whole = parse(text, tools=XML_TOOLS)
