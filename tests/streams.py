@@ -1,16 +1,16 @@
 """Feeding a text to a scrubber in pieces, as the property tests do; a chat.completion chunk."""
 
 
-def feed_in_pieces(mod, text, cuts, **options):
-    """Feed ``text`` cut at ``cuts`` to ``mod.StreamScrubber(**options)``; return everything it gave:
-    (content, reasoning, [(name, arguments)], removed)."""
+def feed_in_pieces(mod, text, cuts, *, truncated=False, **options):
+    """Feed ``text`` cut at ``cuts`` to ``mod.StreamScrubber(**options)``, then ``flush(truncated=...)``;
+    return everything it gave: (content, reasoning, [(name, arguments)], removed)."""
     s = mod.StreamScrubber(**options)
     outs, thoughts, prev = [], [], 0
     for c in list(cuts) + [len(text)]:
         outs.append(s.feed(text[prev:c]))
         thoughts.append(s.take_reasoning())
         prev = c
-    outs.append(s.flush())
+    outs.append(s.flush(truncated=truncated) if truncated else s.flush())
     thoughts.append(s.take_reasoning())
     return "".join(outs), "".join(thoughts), [(c.name, c.arguments) for c in s.calls], s.removed
 

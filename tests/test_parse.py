@@ -445,21 +445,22 @@ def test_parse_is_one_function_whatever_path_a_call_takes(monkeypatch, tc):
     assert tc.parse.__doc__ == python.__doc__
     seen = []
 
-    def scan_whole(text, options):
-        seen.append(options)
-        return real(text, options)
+    def scan_whole(text, options, truncated=False):
+        seen.append((options, truncated))
+        return real(text, options, truncated)
 
     real = _scan_py.scan_whole
     monkeypatch.setattr(_scan, "impl", _scan_py)
     monkeypatch.setattr(_scan_py, "scan_whole", scan_whole)
     text = 'a <tool_call>{"name": "f", "arguments": {}}</tool_call>'
     default = tc.parse(text)
-    assert seen == [tc.options.DEFAULT]  # the twin, with the default options
+    assert seen == [(tc.options.DEFAULT, False)]  # the twin, with the default options, not truncated
     for keywords in ({"options": tc.options.DEFAULT}, {"formats": None}, {"max_block": 10**6}, {"code_fences": True}):
         assert tc.parse(text, **keywords) == default
     assert len(seen) == 5
     hermes = tc.Options(formats=["hermes"])
-    assert tc.parse(text, options=hermes) == default and seen[-1] is hermes
+    assert tc.parse(text, options=hermes) == default and seen[-1][0] is hermes
+    assert tc.parse(text, truncated=True) == default and seen[-1] == (tc.options.DEFAULT, True)
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ CASES = [
     ('Checking. <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}', WEATHER, "Checking.", PARIS),
     ('<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}', WEATHER, "", PARIS),  # one "]" missing
     ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n', WEATHER, "", PARIS),
-    ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n", WEATHER, "", PARIS),  # Qwen3-Coder
+    ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n", WEATHER, "", PARIS),  # Qwen3-Coder
     (
         '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n',
         WEATHER,
@@ -96,6 +96,19 @@ CASES = [
         '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Pa',
         [],
     ),
+    # ... or a text that ends inside an XML value: "Paris" may be the start of "Paris, Texas" (issue 26)
+    (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n",
+        WEATHER,
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis",  # parse strips the content
+        [],
+    ),
+    (
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris',
+        WEATHER,
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris',
+        [],
+    ),
 ]
 
 
@@ -107,6 +120,62 @@ def _calls(parsed):
 def test_a_block_the_message_ends_inside(impl, text, tools, content, calls):
     parsed = parse(text, tools=tools)
     assert (parsed.content, _calls(parsed)) == (content, calls)
+
+
+# The same texts cut by max_tokens (parse(..., truncated=True)): the block the text ends inside was never
+# finished, so it gives no call and its markup goes, tools or not; finished blocks before it stay calls.
+# (text, tools, visible content, calls), decided by reading
+CUT = [
+    ('Checking. <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}', WEATHER, "Checking.", [], 1),
+    ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n", WEATHER, "", [], 1),
+    ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n", WEATHER, "", [], 1),
+    (
+        'Hi <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call> <tool_call>'
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        WEATHER,
+        "Hi",
+        [("get_weather", {"city": "Oslo"})],
+        1,
+    ),
+    ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}', None, "", [], 1),
+    ('text <tool_call>{"name": "get_weather", "arguments": {"city": "Par', WEATHER, "text", [], 1),
+    ('text <tool_call>{"name": "get_weather", "arguments": {"city": "Par', None, "text", [], 1),
+    ('x <｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}', None, "x", [], 1),
+    # a text with no block open is what it is
+    (
+        'Hi <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call> and',
+        WEATHER,
+        "Hi  and",
+        [("get_weather", {"city": "Oslo"})],
+        0,
+    ),
+    ("I was about to say", None, "I was about to say", [], 0),
+    # Mistral's [TOOL_CALLS] has no closer: the message's end is its end; a call only as written
+    ('[TOOL_CALLS]get_weather{"city": "Paris"}', WEATHER, "", PARIS, 0),
+    ('[TOOL_CALLS]get_weather{"city": "Paris"', WEATHER, "", [], 1),
+]
+
+
+@pytest.mark.parametrize(("text", "tools", "content", "calls", "malformed"), CUT)
+def test_a_block_cut_by_max_tokens_is_no_call(impl, text, tools, content, calls, malformed):
+    parsed = parse(text, tools=tools, truncated=True)
+    assert (parsed.content, _calls(parsed), parsed.malformed) == (content, calls, malformed)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(CUT), st.data())
+def test_any_split_of_a_cut_text_gives_what_parse_gives(impl, case, data):
+    text, tools = case[0], case[1]
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    whole = feed_in_pieces(impl, text, [], tools=tools, truncated=True)
+    assert feed_in_pieces(impl, text, cuts, tools=tools, truncated=True) == whole
+    parsed = parse(text, tools=tools, truncated=True)
+    assert (whole[0].strip(), whole[2]) == (parsed.content, [(c.name, c.arguments) for c in parsed.calls])
+
+
+def test_truncated_must_be_a_bool(impl):
+    with pytest.raises(TypeError, match="truncated must be a bool, not int"):
+        parse("x", truncated=1)
 
 
 def test_a_kimi_call_keeps_its_id_and_an_unclosed_reasoning_span_gives_its_call(impl):

@@ -1592,14 +1592,14 @@ cdef object _parsed(str content, list calls, Py_ssize_t removed, str reasoning, 
     return made
 
 
-def scan_whole(text, options):
+def scan_whole(text, options, truncated=False):
     """``parse``'s pass: the ``Parsed`` of ``text`` fed to a ``StreamScrubber(options=options)`` whole and
-    flushed; a text with none of ``options.quiet`` is all content, without a scrubber. ``TypeError`` for a
-    ``text`` not a ``str``."""
-    return _scan_whole(text, options)
+    flushed (``flush(truncated)``); a text with none of ``options.quiet`` is all content, without a scrubber.
+    ``TypeError`` for a ``text`` not a ``str``."""
+    return _scan_whole(text, options, truncated)
 
 
-cdef object _scan_whole(text, options):
+cdef object _scan_whole(text, options, bint truncated=False):
     if not PyUnicode_CheckExact(text):
         if not PyUnicode_Check(text):
             raise TypeError(f"parse() expects str, not {type(text).__name__}")
@@ -1621,6 +1621,7 @@ cdef object _scan_whole(text, options):
         content = scrubber._unquiet(text, kind, d, n, scrubber._loud_short(kind, d, n) if n <= SHORT_DELTA else 0)
     else:
         content = scrubber._feed(text)
+    scrubber._truncated = truncated
     content += scrubber._flush()
     return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed)
 
@@ -1639,17 +1640,18 @@ def use_python_parse(python_parse):
 
 
 def parse(text, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
-          calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None):
+          calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None, truncated=False):
     """``textcalls.parse``: its common paths (no keyword, or only ``options`` an ``Options``; this extension
     in use) made here, without a Python frame; every other call goes to the Python ``parse``
     (``use_python_parse``)."""
     if (max_block is MAX_BLOCK and formats is None and tools is None and code_fences is True
             and reasoning_started is False and unknown_tools == "keep_text" and calls_in_reasoning == "auto"
-            and (options is None or type(options) is Options) and _this is not None and _scan_module.impl is _this):
+            and truncated is False and (options is None or type(options) is Options) and _this is not None
+            and _scan_module.impl is _this):
         return _scan_whole(text, DEFAULT if options is None else options)
     return _python_parse(text, max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
                          calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
-                         reasoning_started=reasoning_started, options=options)
+                         reasoning_started=reasoning_started, options=options, truncated=truncated)
 
 
 cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect, const Walked* walked):
@@ -2390,6 +2392,7 @@ cdef class StreamScrubber:
     cdef str _held_src
     cdef Py_ssize_t _held_n, _held_at
     cdef bint _closed
+    cdef bint _truncated      # flush(truncated=True): the output was cut
     cdef bint _busy           # a call is running: a second one at the same time raises (_enter)
     cdef Py_ssize_t _pos      # stream offset of _held[0]
     cdef int _after_block     # dialect of the block that ended with only whitespace since; -1: none
@@ -2459,6 +2462,7 @@ cdef class StreamScrubber:
         self._held = ""
         self._held_lit = NULL
         self._closed = False
+        self._truncated = False
         self._pos = 0
         self._after_block = -1
         self._poison_until = 0
@@ -2575,10 +2579,14 @@ cdef class StreamScrubber:
             self._busy = False
 
     @cython.binding(False)  # a method descriptor, as feed
-    def flush(self):
-        """End the stream: return everything still held, blocks removed (no trimming)."""
+    def flush(self, truncated=False):
+        """End the stream: return everything still held, blocks removed (no trimming). ``truncated``: the
+        output was cut (``max_tokens``): a block the stream ended inside is no call (see ``read_unterminated``)."""
+        if type(truncated) is not bool:
+            raise TypeError(f"truncated must be a bool, not {type(truncated).__name__}")
         self._enter()
         try:
+            self._truncated = truncated
             return self._flush()
         finally:
             self._plain = self._settled()
@@ -2911,7 +2919,8 @@ cdef class StreamScrubber:
                 c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
                 calls = None
                 if c < 0 and kind == LX_END:  # the message ended inside the block: a call if complete
-                    calls = read_unterminated(self._spec.table, self._kind, self._opener, body, self._ctx)
+                    calls = read_unterminated(self._spec.table, self._kind, self._opener, body, self._ctx,
+                                              self._truncated)
                 if c >= 0:
                     self._finish(body[:c], out, closer)
                     s, base = body[c + len(closer):], gbody + c + len(closer)

@@ -376,16 +376,16 @@ def deepseek_call(body: str, dialect: str) -> ToolCall | None:
     return ToolCall(name.strip(), tail[plain[0] : plain[1]], None, dialect)
 
 
-def scan_whole(text: str, options: Options) -> Parsed:
+def scan_whole(text: str, options: Options, truncated: bool = False) -> Parsed:
     """``parse``'s pass: the ``Parsed`` of ``text`` fed to a ``StreamScrubber(options=options)`` whole and
-    flushed; a text with none of ``options.quiet`` is all content, without a scrubber. ``TypeError`` for a
-    ``text`` not a ``str``."""
+    flushed (``flush(truncated)``); a text with none of ``options.quiet`` is all content, without a scrubber.
+    ``TypeError`` for a ``text`` not a ``str``."""
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
     if options.quiet is not None and not any(char in text for char in options.quiet):
         return Parsed(text.strip(), [], 0, "", 0)
     scrubber = StreamScrubber(options=options)
-    content = scrubber.feed(text) + scrubber.flush()
+    content = scrubber.feed(text) + scrubber.flush(truncated)
     reasoning = scrubber.take_reasoning()
     return Parsed(content.strip(), scrubber.calls, scrubber.removed, reasoning.strip(), scrubber.malformed)
 
@@ -509,6 +509,7 @@ class StreamScrubber:
         "_unknown",
         "_held",
         "_closed",
+        "_truncated",
         "_pos",
         "_after_block",
         "_poison_until",
@@ -564,6 +565,7 @@ class StreamScrubber:
         self.max_block = max_block
         self._held = ""  # unresolved text: a candidate opener, or a block body's undecided tail
         self._closed = False
+        self._truncated = False  # flush(truncated=True): the output was cut
         self._busy = threading.Lock()  # held while a call runs: a second one at the same time raises (_enter)
         self._pos = 0  # stream offset of _held[0]
         self._after_block = None  # dialect of the block that ended with only whitespace since
@@ -652,10 +654,14 @@ class StreamScrubber:
         finally:
             self._busy.release()
 
-    def flush(self) -> str:
-        """End the stream: return everything still held, blocks removed (no trimming)."""
+    def flush(self, truncated: bool = False) -> str:
+        """End the stream: return everything still held, blocks removed (no trimming). ``truncated``: the
+        output was cut (``max_tokens``): a block the stream ended inside is no call (see ``read_unterminated``)."""
+        if not isinstance(truncated, bool):
+            raise TypeError(f"truncated must be a bool, not {type(truncated).__name__}")
         self._enter()
         try:
+            self._truncated = truncated
             return self._flush()
         finally:
             self._busy.release()
@@ -842,7 +848,9 @@ class StreamScrubber:
                 c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
                 calls = None
                 if c < 0 and kind == "end":  # the message ended inside the block: a call if complete
-                    calls = read_unterminated(self._spec.table, self._kind, self._opener, body, self._ctx)
+                    calls = read_unterminated(
+                        self._spec.table, self._kind, self._opener, body, self._ctx, self._truncated
+                    )
                 if c >= 0:
                     self._finish(body[:c], out, closer)
                     s, base = body[c + len(closer) :], gbody + c + len(closer)

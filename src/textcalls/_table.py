@@ -7,6 +7,7 @@ import re
 
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .dialects.jsonlike import BARE_CALL_KEYS
+from .dialects.xml import ends_in_value
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 from .toolcall import read_from
 
@@ -145,24 +146,40 @@ def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unkno
 #: without tools; with tools, it follows the general rule.
 STRIPPED_CLOSERS = frozenset({"harmony", "kimi_k2"})
 #: What may be missing at the end of a block that the message ends inside: nothing (only the closer), one
-#: final bracket, or the closing tags / fence of the body's own grammar. Nothing else is ever added.
-_ENDINGS = ("", "}", "]", "\n```", "</parameter>\n</function>", "</function>", "</parameter></invoke>", "</invoke>")
+#: final bracket, or the closing tags / fence of the body's own grammar after its last value closed (a value
+#: is never closed: ``xml.ends_in_value``). Nothing else is ever added.
+_ENDINGS = ("", "}", "]", "\n```", "</function>", "</invoke>")
+_NONBLANK = re.compile(r"\S")
 
 
-def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context):
+def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context, truncated: bool = False):
     """The calls of a block of kind ``k`` that the message ended inside (at the end of the stream), or
     ``None`` when its text stays: its body must be a complete call but for its closer (and at most one
     final bracket or the grammar's own closing tags), and either the request's tools name every call,
     or there are no tools and the dialect's closer is a special token servers strip
-    (``STRIPPED_CLOSERS``). Without tools, ``text <tool_call>{"name": "x"}`` stays text."""
-    if not ctx.has_tools and table.blocks[k].dialect not in STRIPPED_CLOSERS:
-        return None
+    (``STRIPPED_CLOSERS``). Without tools, ``text <tool_call>{"name": "x"}`` stays text. A body that
+    ends inside an XML-style value (``xml.ends_in_value``) is never a call: a cut value cannot be told
+    from a complete one.
+
+    ``truncated``: the output was cut (``max_tokens``), so the block's end was never written: it is
+    removed without a call (``[]``), tools or not (its opener is markup that a finished block would have
+    been read as; what it held cannot be trusted), unless the block has no closer (the message's end is
+    its end), tools name its calls and its body is a call as written, with nothing added."""
+    block = table.blocks[k]
+    cut: list | None = [] if truncated else None  # what a body that is no call gives
+    if truncated and block.closer is not None:
+        return cut
+    if not ctx.has_tools and block.dialect not in STRIPPED_CLOSERS:
+        return cut
+    first = _NONBLANK.search(body)
+    if first is not None and body[first.start()] not in "{[" and ends_in_value(body):
+        return cut
     grammar = table.grammars[k]
-    for ending in _ENDINGS:
+    for ending in ("",) if truncated else _ENDINGS:
         calls = grammar(opener, body + ending, ctx)
         if calls:
-            return read_from(calls, table.blocks[k].dialect) if all(ctx.known(c.name) for c in calls) else None
-    return None
+            return read_from(calls, block.dialect) if all(ctx.known(c.name) for c in calls) else cut
+    return cut
 
 
 # -- bare JSON calls when the request's tools are known (issue 8, class 3) ----------------------------

@@ -24,6 +24,7 @@ def parse(
     code_fences: bool = True,
     reasoning_started: bool = False,
     options: Options | None = None,
+    truncated: bool = False,
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -40,7 +41,13 @@ def parse(
     ``<think>``), so a lone ``</think>`` ends it.
     Markup inside a markdown code fence in the content is text (``code_fences=False``: not so).
     ``options``: an ``Options`` holding these keywords, checked once (then give no other keyword).
+    ``truncated=True``: the output was cut (``max_tokens``; ``finish_reason: "length"``), so a block the text
+    ends inside was never finished: it is no call, and its markup is removed (counted in ``malformed``),
+    tools or not; a block without a closer (Mistral's ``[TOOL_CALLS]``) is a call only as written, nothing
+    added.
     """
+    if not isinstance(truncated, bool):
+        raise TypeError(f"truncated must be a bool, not {type(truncated).__name__}")
     given = not (
         max_block is MAX_BLOCK
         and formats is None
@@ -51,7 +58,7 @@ def parse(
         and reasoning_started is False
     )
     if options is None and not given:
-        return _scan.impl.scan_whole(text, DEFAULT)  # it raises the TypeError below for a text not a str
+        return _scan.impl.scan_whole(text, DEFAULT, truncated)  # it raises the TypeError below for a text not a str
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
     if options is None:
@@ -68,7 +75,7 @@ def parse(
         raise TypeError("options= takes the place of the other keywords: give one or the other")
     elif not isinstance(options, Options):
         options = options_of({"options": options})  # raises the error
-    return _scan.impl.scan_whole(text, options)
+    return _scan.impl.scan_whole(text, options, truncated)
 
 
 if not TYPE_CHECKING and _scan.IMPLEMENTATION == "cython":

@@ -49,7 +49,7 @@ from ..relaxed_json import NO_VALUE, decode
 from ..toolcall import ToolCall, make_call
 from .context import Context
 
-__all__ = ["dsml", "glm", "minimax_m2", "qwen3_xml", "step3"]
+__all__ = ["dsml", "ends_in_value", "glm", "minimax_m2", "qwen3_xml", "step3"]
 
 # Tag kinds.
 _CALL, _END_CALL, _PARAM, _END_PARAM = "call", "end_call", "param", "end_param"
@@ -269,6 +269,25 @@ class _Reader:
 
     def _blank(self, start: int, end: int) -> bool:
         return not self.body[start:end].strip()
+
+
+#: The tags that open and close a value in every XML-style dialect here (Qwen3-Coder, MiniMax, Step-3, DSML
+#: with its spaced V4.1 form, GLM's key and value): ``ends_in_value`` reads the last of them.
+_VALUE_TAG = re.compile(
+    r"<(?P<open>parameter[=\s>]|steptml:parameter[\s>]|[｜|]DSML[｜|]\s*parameter[\s>]|arg_key>|arg_value>)"
+    r"|</(?:parameter|steptml:parameter|[｜|]DSML[｜|]\s*parameter|arg_value)\s*>"
+)
+
+
+def ends_in_value(body: str) -> bool:
+    """Whether an XML-style ``body`` ends inside a value: its last value tag opens one (a parameter, a GLM
+    key or value) that no closing tag ends. A block the message ends inside with such a body is never a
+    call, whatever the rest: ``rm -rf /tmp/build`` cut after ``rm -rf /`` reads as a complete value.
+    Linear (one pass of the tags)."""
+    last = None
+    for last in _VALUE_TAG.finditer(body):  # noqa: B007 (the last match is the one read)
+        pass
+    return last is not None and last.group("open") is not None
 
 
 def qwen3_xml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
