@@ -907,3 +907,36 @@ def test_the_tags_are_the_regexs_matches_in_order(body):
             for m in markup.pattern.finditer(body)
         ]
         assert [tuple(tag) for tag in markup.tags(body)] == want
+
+
+# A GLM body (``NAME<arg_key>…``) is tags: a quote in a value opens no JSON string, so the block closes at
+# its closer, in parse and in any split (it was read to the end of the message, and with stream_arguments
+# its call abandoned). A tag (``<`` then a letter or ``/``) before any ``{`` makes a body tags; a JSON body
+# (Hermes) keeps its strings, so a closer written inside one stays data.
+QUOTED = [
+    ('<tool_call>edit\n<arg_key>old</arg_key>\n<arg_value>He said "hi</arg_value>\n</tool_call> after', 'He said "hi'),
+    ('<tool_call>edit\n<arg_key>old</arg_key>\n<arg_value>{"</arg_value>\n</tool_call> after', '{"'),
+    ('<tool_call>edit<arg_key>old</arg_key><arg_value>x = "</arg_value></tool_call> after', 'x = "'),
+]
+EDIT = [{"type": "function", "function": {"name": "edit", "parameters": {"type": "object"}}}]
+
+
+@pytest.mark.parametrize(("text", "value"), QUOTED)
+def test_a_quote_in_a_glm_value_does_not_hide_the_closer(impl, tc, text, value):
+    from .streams import feed_in_pieces
+
+    p = tc.parse(text, tools=EDIT)
+    assert ([(c.name, json.loads(c.arguments)) for c in p.calls], p.content) == ([("edit", {"old": value})], "after")
+    scrubber = impl.StreamScrubber(tools=EDIT, stream_arguments=True)
+    assert scrubber.feed(text) == " after"  # the block ended at its closer, not at the flush
+    events = scrubber.take_events()
+    assert (events[0][0], events[-1][0], scrubber.abandoned) == ("started", "ended", 0)  # streamed, not abandoned
+    assert "".join(e[2] for e in events if e[0] == "arguments") == p.calls[0].arguments
+    for cut in range(len(text) + 1):
+        assert feed_in_pieces(impl, text, [cut], tools=EDIT)[0] == " after"
+
+
+def test_a_closer_inside_a_json_string_stays_data(impl, tc):
+    text = '<tool_call>{"name": "edit", "arguments": {"old": "</tool_call>"}}</tool_call> after'
+    p = tc.parse(text, tools=EDIT)
+    assert ([json.loads(c.arguments) for c in p.calls], p.content) == ([{"old": "</tool_call>"}], "after")
