@@ -26,6 +26,7 @@ from textcalls.messages_api import (
     MessagesRecovery,
     MessagesSSERecovery,
     _JsonPrefix,
+    abandoned_error,
     arecover_messages_sse,
     recover_message,
     recover_message_bytes,
@@ -199,22 +200,25 @@ def test_the_anthropic_sdk_rebuilds_the_calls_and_text_of_the_option_off(impl, m
     on = MessagesSSERecovery(native=True, has_tools=True, tools=messages_shape(tools), stream_arguments=True)
     sent, _ = run(on, split(data.draw, upstream))
     off, _ = run(MessagesSSERecovery(native=True, has_tools=True, tools=messages_shape(tools)), [upstream])
-    final, deltas = messages_view(messages_client, sent)
     final_off, deltas_off = messages_view(messages_client, off)
+    if on.abandoned:  # the stream ends with an error event, which the SDK raises: no message holds the call
+        assert on.abandoned == 1 and b"event: error\n" in sent
+        assert sent.endswith(b"\n\n") and sent.rindex(b"event: error\n") == sent.rindex(b"event: ")
+        with pytest.raises(anthropic.APIStatusError, match="abandoned"):
+            messages_view(messages_client, sent)
+        return
+    final, deltas = messages_view(messages_client, sent)
     assert message_text(final) == message_text(final_off)
     calls, calls_off = tool_uses(final), tool_uses(final_off)
-    # "tool_use" when the client holds a call, a partial one included
+    # "tool_use" when the client holds a call
     assert (final.stop_reason, final_off.stop_reason) == tuple(
         "tool_use" if c else "end_turn" for c in (calls, calls_off)
     )
-    assert len(calls) == len(calls_off) + on.abandoned and on.recovered == len(calls_off)
-    if not on.abandoned:  # the same calls, each block's input text exactly the option off's
-        assert calls == calls_off
-        assert list(deltas.values()) == list(deltas_off.values())
-        test_messages_api.check(seen(sent), leaks=())
-    else:  # besides the abandoned ones
-        rest = iter(calls)
-        assert all(call in rest for call in calls_off)
+    assert on.recovered == len(calls_off)
+    # the same calls, each block's input text exactly the option off's
+    assert calls == calls_off
+    assert list(deltas.values()) == list(deltas_off.values())
+    test_messages_api.check(seen(sent), leaks=())
 
 
 @SETTINGS
@@ -494,22 +498,32 @@ def test_an_abandoned_call_is_an_incomplete_item_and_the_text_is_as_without_the_
     assert (machine.recovered, machine.abandoned) == (1, 1)
 
 
-def test_an_abandoned_call_leaves_its_partial_tool_use_block(impl, messages_client):
+def _until_error(sent: bytes) -> tuple[str, dict]:
+    """The SSE ``sent`` ends with the abandonment's error event and nothing after it: (the events' types, the error)."""
+    events = [json.loads(line[6:]) for line in sent.decode().splitlines() if line.startswith("data: ")]
+    assert sent.endswith(b"\n\n") and events[-1]["type"] == "error"
+    return [e["type"] for e in events], events[-1]
+
+
+def test_an_abandoned_call_ends_the_messages_stream_with_an_error_the_sdk_raises(impl, messages_client):
     upstream = message_events("m", CUT_DELTAS)
     machine = MessagesRecovery(native=True, has_tools=True, tools=M_TOOLS, stream_arguments=True)
-    final, deltas = messages_view(messages_client, sse(pushed(machine, upstream)))
+    sent = sse(pushed(machine, upstream))
+    types, error = _until_error(sent)
+    # the text before the call, the call's start and its pieces, then the error: no message_stop, no stop_reason
+    assert types[-3:] == ["content_block_start", "content_block_delta", "error"] and "message_stop" not in types
+    assert error == abandoned_error() and error["error"]["type"] == "api_error"
+    with pytest.raises(anthropic.APIStatusError, match="abandoned"):
+        messages_view(messages_client, sent)  # the SDK's stream raises: no final message holds the partial call
     final_off, _ = messages_view(
         messages_client, sse(pushed(MessagesRecovery(native=True, has_tools=True, tools=M_TOOLS), upstream))
     )
-    assert [b.type for b in final.content] == ["text", "tool_use", "text", "tool_use", "text"]
-    # the partial call, as sent (its input what the SDK reads of that much JSON)
-    assert '{"city": "Rome", '.startswith(deltas.get(1, "")) and final.content[1].input in ({}, {"city": "Rome"})
-    assert message_text(final) == message_text(final_off) == CUT_TEXT.replace(HERMES_CALL, "")
-    assert tool_uses(final)[1:] == tool_uses(final_off) == [("f", {"city": "Paris"})]
-    assert final.stop_reason == "tool_use" and (machine.recovered, machine.abandoned) == (1, 1)
+    assert tool_uses(final_off) == [("f", {"city": "Paris"})]  # without the option: the later call, whole
+    assert (machine.recovered, machine.abandoned) == (0, 1)
+    assert pushed(machine, upstream) == [] and machine.close() == []  # nothing more goes out
 
 
-def test_a_malformed_block_leaves_the_partial_call_only(impl, responses_client, messages_client):
+def test_a_malformed_block_is_an_incomplete_item_or_an_error(impl, responses_client, messages_client):
     text = MALFORMED.replace("get_weather", "f")
     r = ResponsesRecovery(native=True, has_tools=True, tools=R_TOOLS, stream_arguments=True)
     final, _ = responses_view(responses_client, sse(pushed(r, response_events("m", [text[:45], text[45:]]))))
@@ -520,9 +534,10 @@ def test_a_malformed_block_leaves_the_partial_call_only(impl, responses_client, 
     ]
     assert final.output_text == "Here it is. Done." and '{"city": '.startswith(final.output[1].arguments)
     m = MessagesRecovery(native=True, has_tools=True, tools=M_TOOLS, stream_arguments=True)
-    message, _ = messages_view(messages_client, sse(pushed(m, message_events("m", [text[:45], text[45:]]))))
-    assert message_text(message) == "Here it is. Done." and tool_uses(message) == [("f", {})]
-    assert message.stop_reason == "tool_use"  # the client holds a call, a partial one
+    sent = sse(pushed(m, message_events("m", [text[:45], text[45:]])))
+    assert _until_error(sent)[1] == abandoned_error()
+    with pytest.raises(anthropic.APIStatusError, match="abandoned"):
+        messages_view(messages_client, sent)
     assert (r.recovered, r.abandoned, m.recovered, m.abandoned) == (0, 1, 0, 1)
 
 
@@ -533,10 +548,14 @@ def test_a_body_that_is_not_strict_json_never_breaks_the_sdk_reading_it(impl, me
     text = 'A <tool_call>{"name": "f", "arguments": {"ok": [1, 2], "x": @, "y": 3}}</tool_call> B'
     machine = MessagesRecovery(native=True, has_tools=True, tools=M_TOOLS, stream_arguments=True)
     events = message_events("m", [text[i : i + 4] for i in range(0, len(text), 4)])
-    message, deltas = messages_view(messages_client, sse(pushed(machine, events)))
-    # the pieces went out up to the first character that cannot go on a JSON object: its partial input stays
-    assert '{"ok": [1, 2], "x": '.startswith(deltas.get(1, "")) and message.content[1].input.get("ok") in (None, [1, 2])
-    assert message_text(message) == "A  B" and (machine.recovered, machine.abandoned) == (0, 1)
+    out = pushed(machine, events)
+    # the pieces went out up to the first character that cannot go on a JSON object, then the error: the SDK
+    # never read an input it could not parse, and raises the error
+    pieces = "".join(e["delta"]["partial_json"] for e in out if e.get("delta", {}).get("type") == "input_json_delta")
+    assert '{"ok": [1, 2], "x": '.startswith(pieces) and out[-1] == abandoned_error()
+    with pytest.raises(anthropic.APIStatusError, match="abandoned"):
+        messages_view(messages_client, sse(out))
+    assert (machine.recovered, machine.abandoned) == (0, 1)
 
 
 def test_what_the_reader_holds_back_goes_out_when_the_call_ends(impl):
@@ -732,12 +751,11 @@ def test_the_proxy_counts_and_logs_an_abandoned_call(impl, streaming_gateway, ca
         final = stream.get_final_response()
     assert final.output_text == "Here it is. Done." and function_calls(final, "completed") == []
     assert [o.name for o in final.output if o.type == "function_call"] == ["get_weather"]
-    with anthropic_client.messages.stream(
+    with pytest.raises(anthropic.APIStatusError, match="abandoned"), anthropic_client.messages.stream(
         model="malformed", max_tokens=1024, messages=[{"role": "user", "content": "hi"}],
         tools=messages_shape(weather), extra_body={"x_seed": 5}, extra_query={"t": "abandon"},
     ) as stream:  # fmt: skip
-        message = stream.get_final_message()
-    assert message_text(message) == "Here it is. Done." and tool_uses(message) == [("get_weather", {})]
+        stream.get_final_message()  # the stream ends with the abandonment's error event: the SDK raises it
     assert log_lines(caplog, "abandon", 2) == [
         "POST /v1/messages?t=abandon 200 sse recovered=0 abandoned=1",
         "POST /v1/responses?t=abandon 200 sse recovered=0 abandoned=1",

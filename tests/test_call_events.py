@@ -272,10 +272,10 @@ def test_started_comes_once_the_arguments_begin(impl, per_delta):
     assert piece == ("arguments", 0, '{"city": "Par')
     scrubber.feed("is\\")  # an escape not yet complete is held back
     assert scrubber.take_events() == [("arguments", 0, "is")]
-    scrubber.feed('"", "days": 3}}</tool')  # a possible closer is held back by the scanner
-    assert scrubber.take_events() == [("arguments", 0, '\\"", "days": 3}')]
-    scrubber.feed("_call>")
-    assert scrubber.take_events() == [("ended", 0)]
+    scrubber.feed('"", "days": 3}}</tool')  # a possible closer is held back by the scanner, and the object's "}"
+    assert scrubber.take_events() == [("arguments", 0, '\\"", "days": 3')]
+    scrubber.feed("_call>")  # the block's end settles the call: the "}" it held, then the end
+    assert scrubber.take_events() == [("arguments", 0, "}"), ("ended", 0)]
     assert scrubber.calls[0].arguments == '{"city": "Paris\\"", "days": 3}'
     assert scrubber.calls[0].id == started[2]
 
@@ -304,12 +304,13 @@ def _one(impl, text, **options):
 @pytest.mark.parametrize(
     ("text", "sent", "arguments"),
     [
+        # (the pieces stop before the object's "}": it is held until the block's end settles the call)
         # an exponent: the arguments are read and written again, so they differ from the pieces
-        ('<tool_call>{"name": "f", "arguments": {"a": 1e5}}</tool_call>', '{"a": 1e5}', '{"a": 100000.0}'),
+        ('<tool_call>{"name": "f", "arguments": {"a": 1e5}}</tool_call>', '{"a": 1e5', '{"a": 100000.0}'),
         # a repair (a trailing comma): the call is delivered whole, as repaired
-        ('<tool_call>{"name": "f", "arguments": {"a": [1, 2,]}}</tool_call>', '{"a": [1, 2,]}', '{"a": [1, 2]}'),
-        ('[TOOL_CALLS]f{"n": NaN}', '{"n": NaN}', None),  # not JSON: malformed, no call
-        ('<tool_call>{"name": "f", "arguments": {"a": tru}}</tool_call>', '{"a": tru}', None),
+        ('<tool_call>{"name": "f", "arguments": {"a": [1, 2,]}}</tool_call>', '{"a": [1, 2,]', '{"a": [1, 2]}'),
+        ('[TOOL_CALLS]f{"n": NaN}', '{"n": NaN', None),  # not JSON: malformed, no call
+        ('<tool_call>{"name": "f", "arguments": {"a": tru}}</tool_call>', '{"a": tru', None),
     ],
 )
 def test_arguments_other_than_the_pieces_abandon_the_call(impl, text, sent, arguments):

@@ -343,10 +343,10 @@ def test_pieces_are_escaped_and_held_as_the_trim_needs(impl, per_delta):
     assert scrubber.take_events() == [("arguments", 0, "\\n  x")]
     scrubber.feed("\n</param")  # a closing tag forming
     assert scrubber.take_events() == [("arguments", 0, " ")]
-    scrubber.feed("eter>\n</function>")
-    assert scrubber.take_events() == [("arguments", 0, '"'), ("arguments", 0, "}")]
+    scrubber.feed("eter>\n</function>")  # the object's "}" waits for the block's end
+    assert scrubber.take_events() == [("arguments", 0, '"')]
     scrubber.feed("\n</tool_call>")
-    assert scrubber.take_events() == [("ended", 0)]
+    assert scrubber.take_events() == [("arguments", 0, "}"), ("ended", 0)]
     assert scrubber.calls[0].arguments == json.dumps({"old": 'say "hi"\tnow\n  x '}, ensure_ascii=False)
 
 
@@ -372,13 +372,13 @@ def test_runs_of_blanks_are_held_until_what_follows_them_is_known(impl, per_delt
         ("  ", []),
         ("\r", []),  # blanks and "\r": may be a leading line break yet
         ("  ", ["  \\r "]),  # not one: the value's text, but for a last space
-        ("b\n</parameter>\n</function>", [" b", '"', "}"]),
+        ("b\n</parameter>\n</function>", [" b", '"']),  # the object's "}" waits for the block's end
     ]
     for delta, pieces in steps:
         scrubber.feed(delta)
         assert [e[2] for e in scrubber.take_events() if e[0] == "arguments"] == pieces, delta
     scrubber.feed("\n</tool_call>")
-    assert scrubber.take_events() == [("ended", 0)]
+    assert scrubber.take_events() == [("arguments", 0, "}"), ("ended", 0)]
     arguments = json.dumps({"old": " \t \t \ta    \r \n\t\t\t\t", "new": "  \r  b"}, ensure_ascii=False)
     assert scrubber.calls[0].arguments == arguments
 

@@ -60,7 +60,7 @@ from textcalls.parse import parse
 from textcalls.responses_bytes import recover_response_bytes
 from textcalls.screens import may_hold_bare_call
 from textcalls.sse import SSERecovery
-from textcalls.stream import ChunkRecovery, recover_stream
+from textcalls.stream import ChunkRecovery, abandoned_error_chunk, recover_stream
 
 from .conftest import IMPLS
 from .gateway_support.sse_events import events
@@ -1017,14 +1017,14 @@ def given(opts: dict, shape: int) -> dict:
     return {"options": Options(**opts)} if opts and shape % 2 else opts
 
 
-def scrub(mod, deltas: list, opts: dict) -> dict:
-    """Feed ``deltas``; per feed (and the flush): (output, reasoning taken, calls so far, call events with ids
-    masked); ``events``: per feed, (characters fed so far, the events as taken)."""
+def scrub(mod, deltas: list, opts: dict, truncated: bool = False) -> dict:
+    """Feed ``deltas``; per feed (and the flush, ``truncated`` as given): (output, reasoning taken, calls so far,
+    call events with ids masked); ``events``: per feed, (characters fed so far, the events as taken)."""
     s = mod.StreamScrubber(**given(opts, len(deltas)))
     feeds, events, fed = [], [], 0
     for d in [*deltas, None]:
         if d is None:
-            out = s.flush()
+            out = s.flush(truncated=truncated)
         else:
             out = s.feed(d)
             fed += len(d)
@@ -1529,6 +1529,7 @@ def walk(case: dict, state: dict, choice, emit, struct, sent_before) -> list:
             continue
         items = step["contents"].items() if kind == "text" else [(i, f["content"]) for i, f in step["finish"].items()]
         unchanged = True
+        reasons = {i: f["reason"] for i, f in step["finish"].items()} if kind == "finish" else {}
         for i, content in items:
             st = choice(i)
             s = st["scrubber"]
@@ -1540,9 +1541,10 @@ def walk(case: dict, state: dict, choice, emit, struct, sent_before) -> list:
                     unchanged = False
             if kind == "finish":
                 n = len(s.calls)
-                tail = s.flush()
+                tail = s.flush(truncated=reasons[i] == "length")  # a cut output: its open block is no call
                 thought = s.take_reasoning()
-                if emit(i, st, n) or tail or thought or sent_before(i, st):
+                emitted = emit(i, st, n)  # (a cut output keeps its finish_reason: no rewrite for the calls)
+                if emitted or tail or thought or (reasons[i] != "length" and sent_before(i, st)):
                     unchanged = False
                 del state[i]  # the choice starts afresh
         same.append(unchanged)
@@ -1726,12 +1728,15 @@ def normal(out: list, chunks: list) -> list:
 
 
 def expectations(mod, case: dict) -> dict:
-    """Per choice, what parse and a one-feed scrubber say about its whole text."""
+    """Per choice, what parse and a one-feed scrubber say about its whole text (``truncated`` where the choice
+    finished with ``length``)."""
     opts = plain(case["options"])
+    finishes = {i: f["reason"] for s in case["steps"] if s["kind"] == "finish" for i, f in s["finish"].items()}
     exp = {}
     with using(mod):
         for i, text in choice_texts(case).items():
-            exp[i] = (parse(text, **opts), scrub(mod, [text], opts)["reasoning"], text)
+            cut = finishes.get(i) == "length"
+            exp[i] = (parse(text, truncated=cut, **opts), scrub(mod, [text], opts, cut)["reasoning"], text)
     return exp
 
 
@@ -1766,7 +1771,10 @@ def check_chunk_outputs(where, name, mod, case, native, out, exp, ref) -> list:
                     name,
                 )
             )
-        want = [("tool_calls" if recovered.get(i) else finishes[i])] if i in finishes else []
+        # a cut output (length) keeps its finish_reason
+        want = (
+            [("tool_calls" if recovered.get(i) and finishes[i] != "length" else finishes[i])] if i in finishes else []
+        )
         if got["finishes"] != want:
             found.append(differ(where, "finish_reason", f"expected ({tag_})", want, "stream", got["finishes"], name))
         if got["reasoning"] != reasoning:
@@ -1787,8 +1795,10 @@ def check_chunk_outputs(where, name, mod, case, native, out, exp, ref) -> list:
 def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list:
     """The same texts as whole ``chat.completion`` messages: ``recover_response`` and ``recover_response_bytes``
     rewrite a choice exactly when the gate allows and ``parse`` changes its text (removes markup, or moves
-    reasoning out), as ``parse`` says -- what the chunk layer does to the same text."""
+    reasoning out), as ``parse`` says -- what the chunk layer does to the same text. A choice the stream finished
+    with ``length`` finishes so here too: cut, it keeps that finish_reason."""
     opts = case["options"]
+    cut = {i for s in case["steps"] if s["kind"] == "finish" for i, f in s["finish"].items() if f["reason"] == "length"}
     structured = {}
     for step in case["steps"]:
         if step["kind"] == "struct":
@@ -1804,7 +1814,7 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
             "index": i,
             "message": message,
             "logprobs": None,
-            "finish_reason": "tool_calls" if i in structured else "stop",
+            "finish_reason": "tool_calls" if i in structured else "length" if i in cut else "stop",
         }
         choices.append(choice)
         if (not native or i not in structured) and (p.removed or p.reasoning or p.content != text.strip()):
@@ -1815,7 +1825,8 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
             choice = {**choice, "message": new}
             if p.calls:
                 new["tool_calls"] = message.get("tool_calls", []) + [c.to_openai() for c in p.calls]
-                choice["finish_reason"] = "tool_calls"
+                if i not in cut:
+                    choice["finish_reason"] = "tool_calls"
         expected.append(choice)
     response = {
         "id": "chatcmpl-fuzz",
@@ -1887,6 +1898,14 @@ def check_streamed(where, name, case, native, out, off, kinds, counts) -> list:
     found = []
     finishes = {i: f["reason"] for s in case["steps"] if s["kind"] == "finish" for i, f in s["finish"].items()}
     kept_n = abandoned_n = 0
+    if any("abandoned" in k for k in kinds.values()):
+        # a call abandoned after its start went out: the stream ends there with the error chunk (the openai SDK
+        # raises it, so no client holds the unfinished call), counted (those its last events abandoned); nothing follows
+        errors = [k for k, c in enumerate(out) if "error" in c]
+        if errors != [len(out) - 1] or out[-1] != abandoned_error_chunk() or counts[1] < 1:
+            found.append(differ(where, "stream_arguments: an abandoned call ends the stream", "reference", kinds,
+                                "sent (last chunks), counts", (out[-3:], counts), name))  # fmt: skip
+        return found
 
     def rows(calls) -> list:
         return [(mask(c["id"] or ""), c["name"], c["arguments"]) for c in calls]
@@ -1910,7 +1929,7 @@ def check_streamed(where, name, case, native, out, off, kinds, counts) -> list:
         theirs = [c for _, c in sorted(want["calls"].items())]
         if rows(filter(structured_call, calls)) != rows(filter(structured_call, theirs)):
             mismatch("structured calls != the option off", "option off", rows(theirs), "option on", rows(calls))
-        if i in finishes and got["finishes"] != ["tool_calls" if ours else finishes[i]]:
+        if i in finishes and got["finishes"] != ["tool_calls" if ours and finishes[i] != "length" else finishes[i]]:
             mismatch("finish_reason", "original", finishes[i], "sent", (got["finishes"], rows(ours)))
         abandoned_n += kinds[i].count("abandoned")
         kept_n += len(kinds[i]) - kinds[i].count("abandoned")
@@ -1997,7 +2016,8 @@ def check_chunks(case: dict) -> list:
             outs[name, native, "off"] = normal(out, chunks)
             if streams:
                 found += check_streamed("chunks", name, case, native, on, out, kinds, tuple(counts))
-                found += check_sent(chunks, on, same, native, name, " (stream_arguments)")
+                if not counts[1]:  # (a stream that failed is checked as such above)
+                    found += check_sent(chunks, on, same, native, name, " (stream_arguments)")
                 outs[name, native, "on"] = normal(on, chunks)
         for option in ("off", "on"):
             a, b = outs.get(("c", native, option)), outs.get(("py", native, option))
@@ -2156,8 +2176,10 @@ def capped_model(mod, case: dict, native: bool, chunks: list, oversized: list) -
         machine = ChunkRecovery(native=native, has_tools=True, **case["options"])
         out = []
         for chunk, over in zip(chunks, oversized, strict=False):
+            if machine.failed:  # the stream ended with the abandonment's error: nothing follows, oversized or not
+                break
             out += [canon(chunk)] if over else [canon(c) for c in machine.push(chunk)]
-        out += [canon(c) for c in machine.close()] + ["[DONE]"]
+        out += [canon(c) for c in machine.close()] + ([] if machine.failed else ["[DONE]"])
     return out, (machine.recovered, machine.abandoned)
 
 
@@ -2251,8 +2273,10 @@ def check_sse(case: dict) -> list:
                 continue
             if any(oversized):  # the events over the cap pass verbatim, unseen by the choices
                 pos = 0
+                # (a stream that failed, a streamed call abandoned, stops at its error: the model below checks it)
+                failed = b'"code":"tool_call_abandoned"' in whole
                 for k, raw in enumerate(sse_events(case)):
-                    if oversized[k]:
+                    if oversized[k] and not failed:
                         at = whole.find(raw.removeprefix(b"\xef\xbb\xbf"), pos)
                         if at < 0:
                             found.append(
@@ -2298,7 +2322,8 @@ def check_sse(case: dict) -> list:
                         )
                     )
                 continue
-            want = [canon(c) for c in layer2] + ["[DONE]"]
+            failed = bool(layer2) and "error" in layer2[-1]  # nothing follows the abandonment's error
+            want = [canon(c) for c in layer2] + ([] if failed else ["[DONE]"])
             if got != want:
                 k = next(
                     (k for k, (x, y) in enumerate(zip(got, want, strict=False)) if x != y), min(len(got), len(want))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from textcalls import _events, parse
 from textcalls.sse import SSERecovery, recover_sse
-from textcalls.stream import ChunkRecovery, arecover_stream, recover_stream
+from textcalls.stream import ChunkRecovery, abandoned_error_chunk, arecover_stream, recover_stream
 
 from .test_call_events import FRESH, LAG, TOOLS, cuts_of, transcripts
 from .test_call_events_xml import TOOLS as XML_TOOLS
@@ -65,14 +65,17 @@ def accumulate(chunks):
     state = ChatCompletionStreamState()
     for c in chunks:
         state.handle_chunk(ChatCompletionChunk.model_validate(c))
-    choice = state.get_final_completion().choices[0]
+    try:
+        choice = state.get_final_completion().choices[0]
+    except openai.LengthFinishReasonError:  # (finish_reason "length": the SDK's parsing helper refuses it)
+        choice = state.current_completion_snapshot.choices[0]
     calls = [(tc.id, tc.function.name, tc.function.arguments) for tc in choice.message.tool_calls or []]
     return choice.message.content or "", calls, choice.finish_reason
 
 
 def entries(chunks):
     """Every ``tool_calls`` entry sent, in order."""
-    return [e for c in chunks for ch in c["choices"] for e in (ch["delta"].get("tool_calls") or [])]
+    return [e for c in chunks for ch in c.get("choices", ()) for e in (ch["delta"].get("tool_calls") or [])]
 
 
 def fresh(call_id):
@@ -142,9 +145,11 @@ def sse_bytes(chunks):
 
 
 def sse_chunks(data):
-    """The chunks of an SSE body (``[DONE]`` last)."""
+    """The chunks of an SSE body (``[DONE]`` last, or the abandonment's error chunk and nothing after it)."""
     events = [e for e in data.replace(b"\r\n", b"\n").split(b"\n\n") if e]
-    assert events[-1] == b"data: [DONE]"
+    if events[-1] != b"data: [DONE]":
+        assert json.loads(events[-1].removeprefix(b"data: ")) == abandoned_error_chunk()
+        events.append(b"")
     return [json.loads(e.removeprefix(b"data: ")) for e in events[:-1]]
 
 
@@ -187,6 +192,10 @@ def test_xml_calls_through_chunks_and_sse_in_any_split_stream_as_parse_reads_the
     assert (recovery.recovered, recovery.abandoned) == (machine.recovered, machine.abandoned)
     off = list(recover_stream(chunks, native=True, has_tools=True, tools=XML_TOOLS))
     whole = parse(text, tools=XML_TOOLS)
+    if machine.failed:  # a call abandoned (an indented closing tag: a dedent): the answer withdrawn, as the SSE's
+        assert expected[-1] == abandoned_error_chunk() and machine.abandoned >= 1
+        assert any(indented for params in written for *_, indented in params)
+        return
     on_content, on_calls, _ = accumulate(expected)
     off_content, off_calls, _ = accumulate(off)
     assert on_content == off_content and on_content.strip() == whole.content
@@ -218,49 +227,59 @@ def without_ids(found):
     return [{k: v for k, v in e.items() if k != "id"} for e in found]
 
 
-def test_arguments_other_than_the_pieces_leave_a_partial_call_then_the_call_whole_at_a_new_index(impl, per_delta):
+def _withdrawn(out, machine, sent):
+    """The stream sent ``sent`` (its tool_calls entries, ids aside), then ended with the abandonment's error chunk:
+    one, last, and nothing after it; the machine says so and ignores what comes next."""
+    assert out[-1] == abandoned_error_chunk() and all("error" not in c for c in out[:-1])
+    assert without_ids(entries(out[:-1])) == sent
+    assert machine.failed and machine.push(chunks_of("more", [4])[1]) == [] and machine.close() == []
+
+
+def test_arguments_other_than_the_pieces_withdraw_the_answer(impl, per_delta):
     text = '<tool_call>{"name": "f", "arguments": {"a": 1e5}}</tool_call>'
     out, machine, off = run(text, [text.index("e5"), len(text)])
-    sent = entries(out)
-    assert without_ids(sent) == [
-        start(0, "f"),
-        piece(0, '{"a": 1'),
-        piece(0, "e5}"),
-        {"index": 1, "type": "function", "function": {"name": "f", "arguments": '{"a": 100000.0}'}},
-    ]
-    assert sent[0]["id"] != sent[3]["id"]
-    content, calls, finish = accumulate(out)
-    assert [c[1:] for c in calls] == [("f", '{"a": 1e5}'), ("f", '{"a": 100000.0}')]
-    assert [c[1:] for c in accumulate(off)[1]] == [("f", '{"a": 100000.0}')]  # without the option: the call only
-    assert (content, finish, machine.recovered, machine.abandoned) == ("", "tool_calls", 1, 1)
-
-
-def test_a_malformed_call_leaves_its_partial_call_only(impl, per_delta):
-    text = '[TOOL_CALLS]f{"n": NaN}'
-    out, machine, off = run(text, [text.index("NaN"), len(text)])
-    assert without_ids(entries(out)) == [start(0, "f"), piece(0, '{"n": '), piece(0, "NaN}")]
-    assert accumulate(out)[1:] == ([(entries(out)[0]["id"], "f", '{"n": NaN}')], "tool_calls")
-    assert accumulate(off) == ("", [], "stop") and accumulate(out)[0] == ""
+    # the block's end, in the chunk that brings "e5}}", reads other arguments ({"a": 100000.0}): abandoned, so
+    # that chunk gives only the error
+    _withdrawn(out, machine, [start(0, "f"), piece(0, '{"a": 1')])
+    assert [c[1:] for c in accumulate(off)[1]] == [("f", '{"a": 100000.0}')]  # without the option: the call
     assert (machine.recovered, machine.abandoned) == (0, 1)
 
 
-def test_a_call_cut_by_another_opener_leaves_a_partial_call_and_its_text_as_without_the_option(impl):
+def test_a_malformed_call_withdraws_the_answer(impl, per_delta):
+    text = '[TOOL_CALLS]f{"n": NaN}'
+    out, machine, off = run(text, [text.index("NaN"), len(text)])
+    _withdrawn(out, machine, [start(0, "f"), piece(0, '{"n": ')])  # then "NaN}" and the end: the error
+    assert accumulate(off) == ("", [], "stop")
+    assert (machine.recovered, machine.abandoned) == (0, 1)
+
+
+def test_a_call_cut_by_another_opener_withdraws_the_answer(impl):
     first = '<tool_call>{"name": "f", "arguments": {"a": 1, '
     text = first + '<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>'
     out, machine, off = run(text, [len(first), len(text)])
-    assert without_ids(entries(out)) == [start(0, "f"), piece(0, '{"a": 1, '), start(1, "get_weather"), piece(1, "{}")]
-    content, calls, finish = accumulate(out)
-    assert [c[1:] for c in calls] == [("f", '{"a": 1, '), ("get_weather", "{}")]
-    assert content == accumulate(off)[0] == first  # the first block is text, with the option or without
-    assert (finish, machine.recovered, machine.abandoned) == ("tool_calls", 1, 1)
+    _withdrawn(out, machine, [start(0, "f"), piece(0, '{"a": 1, ')])
+    content, calls, _ = accumulate(off)  # without the option: the first block is text, the second a call
+    assert (content, [c[1:] for c in calls]) == (first, [("get_weather", "{}")])
+    assert (machine.recovered, machine.abandoned) == (0, 1)
 
 
-def test_a_call_renamed_to_a_tool_not_offered_leaves_a_partial_call_and_its_text(impl):
+def test_a_call_cut_by_max_tokens_withdraws_the_answer_and_without_the_option_keeps_length(impl):
+    text = 'Hi <tool_call>{"name": "f", "arguments": {"a": "rm -rf /'
+    chunks = chunks_of(text, [10, 40, len(text)], finish="length")
+    machine = ChunkRecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True)
+    out = [new for c in chunks for new in machine.push(c)] + machine.close()
+    assert out[-1] == abandoned_error_chunk() and machine.abandoned == 1
+    assert [c[2] for c in accumulate(out[:-1])[1]] == ['{"a": "rm -rf /']  # never complete JSON: no "}"
+    off = list(recover_stream(chunks, native=True, has_tools=True, tools=TOOLS))
+    assert accumulate(off) == ("Hi ", [], "length")  # the cut block removed, no call, the cut shown
+
+
+def test_a_call_renamed_to_a_tool_not_offered_withdraws_the_answer(impl):
     text = '<tool_call>{"name": "f", "arguments": {"a": 1}, "name": "rm"}</tool_call> ok'
     out, machine, off = run(text, [30, 50, len(text)])
-    assert without_ids(entries(out)) == [start(0, "f"), piece(0, '{"a": 1}')]
-    assert accumulate(out)[0] == accumulate(off)[0] == text  # keep_text: the block stays text
-    assert accumulate(off)[1] == [] and (machine.recovered, machine.abandoned) == (0, 1)
+    _withdrawn(out, machine, [start(0, "f"), piece(0, '{"a": 1')])  # "}" held, then abandoned
+    assert accumulate(off)[0] == text and accumulate(off)[1] == []  # keep_text: the block stays text
+    assert (machine.recovered, machine.abandoned) == (0, 1)
 
 
 def test_pieces_of_a_call_started_before_a_structured_call_go_on_to_its_end(impl):
@@ -433,12 +452,13 @@ def test_the_proxy_logs_a_call_abandoned_after_its_start_went_out(impl, streamin
         model="malformed", messages=[{"role": "user", "content": "hi"}], tools=[WEATHER], stream=True, seed=5
     )
     state = ChatCompletionStreamState()
-    for c in stream:
-        state.handle_chunk(c)
-    choice = state.get_final_completion().choices[0]
-    ((call),) = choice.message.tool_calls  # the partial call, as sent: `{"city": ` then the block was malformed
-    assert (call.function.name, call.function.arguments) == ("get_weather", '{"city": ')
-    assert choice.message.content == "Here it is. Done."  # no markup in the content, as without the option
+    # the call's start and `{"city": ` went out, then the block was malformed: the stream ends with the error
+    # chunk, which the openai SDK raises, so the client never gets a final completion holding the partial call
+    with pytest.raises(openai.APIError, match="abandoned"):
+        for c in stream:
+            state.handle_chunk(c)
+    ((call),) = state.current_completion_snapshot.choices[0].message.tool_calls
+    assert (call.function.name, call.function.arguments) == ("get_weather", '{"city": ')  # what had come
     assert _proxy_lines(caplog, 1)[0].split(" ")[3:6] == ["sse", "recovered=0", "abandoned=1"]
 
 

@@ -142,9 +142,9 @@ class TextPart:
         self.shown.append(shown)
         return shown
 
-    def flush(self) -> str:
+    def flush(self, truncated: bool = False) -> str:
         self.done = True
-        tail = self.scrubber.flush()
+        tail = self.scrubber.flush(truncated)
         self.scrubber.take_reasoning()
         self.shown.append(tail)
         return tail
@@ -158,19 +158,26 @@ class TextPart:
         return self.scrubber.calls
 
 
-def scrub_whole(text: str, options: Options) -> tuple[str, list[ToolCall]]:
-    """A whole text part: (the text a stream of it shows, in any split; its calls)."""
+def scrub_whole(text: str, options: Options, truncated: bool = False) -> tuple[str, list[ToolCall]]:
+    """A whole text part: (the text a stream of it shows, in any split; its calls). ``truncated``: the
+    output was cut at this part's end (``StreamScrubber.flush``)."""
     part = TextPart(options)
-    return part.feed(text) + part.flush(), part.calls
+    return part.feed(text) + part.flush(truncated), part.calls
 
 
-def scrub_parts(parts: list, kind: str, options: Options, calls: list) -> list | None:
+def scrub_parts(parts: list, kind: str, options: Options, calls: list, truncated: bool = False) -> list | None:
     """``parts`` with the ``text`` of each ``{"type": kind, "text": str}`` part scrubbed (``scrub_whole``), its
-    calls added to ``calls``: a new list, or None when no text changes."""
+    calls added to ``calls``: a new list, or None when no text changes. ``truncated``: the output was cut at
+    the end of the last such part."""
     new = None
+    last = -1
+    if truncated:
+        for i, part in enumerate(parts):
+            if isinstance(part, dict) and part.get("type") == kind and isinstance(part.get("text"), str):
+                last = i
     for i, part in enumerate(parts):
         if isinstance(part, dict) and part.get("type") == kind and isinstance(part.get("text"), str):
-            text, found = scrub_whole(part["text"], options)
+            text, found = scrub_whole(part["text"], options, i == last)
             calls += found
             if text != part["text"]:
                 if new is None:
@@ -381,7 +388,12 @@ class EventRecovery(SSEFraming):
     def _flush(self) -> list:
         return [self._write(event, []) for event in self.machine.close()]
 
+    def _stopped(self) -> bool:
+        return getattr(self.machine, "failed", False)
+
     def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
+        if self._stopped():  # a streamed call was abandoned: the stream ended with the machine's error event
+            return []
         lines, data = self._read(bytes(buf[pos:end]))
         if data is None:
             return None

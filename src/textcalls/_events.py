@@ -5,7 +5,9 @@ Shared by both scanners, which hand it each block's body in the pieces they lex 
 
 - ``("started", index, id, name)``: a call began. ``index`` is the position the call takes in the
   scrubber's ``calls`` if it ends; ``id`` the id it will carry there; ``name`` its name, complete.
-- ``("arguments", index, piece)``: the next piece of its arguments text (non-empty).
+- ``("arguments", index, piece)``: the next piece of its arguments text (non-empty). The arguments
+  object's closing ``}`` is held back until the block's end settles the call (it comes just before
+  ``ended``), so the pieces of a call that is then abandoned never join into JSON.
 - ``("ended", index)``: the block ended as this call: ``calls[index]`` has this ``name`` and ``id``, and
   its ``arguments`` are exactly the pieces joined.
 - ``("abandoned", index)``: the block ended otherwise (malformed, read as something else, not a call, or
@@ -67,6 +69,14 @@ from .dialects.jsonlike import (
 from .markers import DEEPSEEK_SEP, Block
 from .relaxed_json import NO_VALUE, decode
 from .toolcall import ARGUMENTS_ENCODER, ToolCall, new_call_id
+
+#: The message of the error that ends a stream whose streamed call was abandoned (chat chunks: an
+#: ``{"error": …}`` chunk; Messages: an ``error`` event): the client's SDK raises it, so no client is left
+#: holding a call the model did not finish.
+ABANDONED = (
+    "textcalls: a tool call streamed with stream_arguments was abandoned before it ended (its markup was cut "
+    "or malformed); the answer is withdrawn rather than left holding an unfinished call"
+)
 
 __all__ = ["HEAD_MAX", "NEVER", "PIECE_MIN", "CallEvents"]
 
@@ -474,7 +484,7 @@ class _XmlCall:
         owner = self._owner
         if tag.lastgroup == "end_call":
             if owner._state == _XML:
-                owner._send("}" if self._keys else "{}")
+                owner._send_end("}" if self._keys else "{}")
             return self._stop()
         key, attributes = self._tags.param(tag)
         if key is None or key in self._keys:
@@ -669,6 +679,7 @@ class CallEvents:
         "_id",
         "_name",
         "_sent",
+        "_last",
         "_pending",
         "_depth",
         "_in_str",
@@ -691,6 +702,7 @@ class CallEvents:
         self._id = ""
         self._name = ""
         self._sent: list[str] = []  # the pieces sent
+        self._last = ""  # the arguments' last character so far: held until the block's end (``_send``)
         self._pending = ""  # arguments text not sent yet: an escape still incomplete
         self._depth = 0
         self._in_str = False
@@ -781,6 +793,7 @@ class CallEvents:
         self._id = new_call_id() if call_id is None else call_id
         self._name = name
         self._sent = []
+        self._last = ""
         self._pending = ""
         self._depth = 0
         self._in_str = False
@@ -818,13 +831,24 @@ class CallEvents:
                     end = p
                     self._state = _DONE
                     break
-        self._pending = text[end:] if self._state == _ARGS else ""
-        self._send(text[:end])
+        if self._state == _DONE:
+            self._pending = ""
+            self._send_end(text[:end])
+        else:
+            self._pending = text[end:]
+            self._send(text[:end])
 
     def _send(self, piece: str) -> None:
         if piece:
             self._sent.append(piece)
             self.events.append(("arguments", self._index, piece))
+
+    def _send_end(self, piece: str) -> None:
+        """Send ``piece``, which ends the arguments object, but for its last character (the object's ``}``):
+        that one waits for the block's end (``close`` sends it once the block ended as this call). So the pieces
+        of a call that is then abandoned never join into JSON, and a strict client cannot run them."""
+        self._send(piece[:-1])
+        self._last = piece[-1:]
 
     def close(self, calls: list[ToolCall] | None) -> None:
         """The open block ended; ``calls`` are the calls taken from it (``None``: none taken)."""
@@ -842,6 +866,7 @@ class CallEvents:
         ):
             self._abandon()
             return
+        self._last = ""  # (held: part of what follows ``sent``)
         self._send(call.arguments[len(sent) :])
         if call.id != self._id:
             self._calls[self._index] = ToolCall(call.name, call.arguments, id=self._id, dialect=call.dialect)

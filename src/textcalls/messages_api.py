@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import TypeGuard
 
 from ._apis import (
     EventMachine,
@@ -34,6 +35,7 @@ from ._apis import (
     recover_bytes,
     scrub_parts,
 )
+from ._events import ABANDONED
 from .openai import should_recover
 from .sse import MAX_EVENT
 from .toolcall import ToolCall
@@ -91,6 +93,24 @@ def tool_use_block(call: ToolCall) -> dict:
     return {"type": "tool_use", "id": fresh_id("toolu_"), "name": call.name, "input": json.loads(call.arguments)}
 
 
+def abandoned_error() -> dict:
+    """The event that ends a Messages stream whose streamed call was abandoned (``MessagesRecovery``): a new
+    dict each time."""
+    return {
+        "type": "error",
+        "error": {
+            "type": "api_error",
+            "message": ABANDONED,
+        },
+    }
+
+
+def _tool_use_may_replace(delta) -> TypeGuard[dict]:
+    """Whether a ``message_delta``'s ``delta`` may have its ``stop_reason`` made ``"tool_use"``: a dict whose
+    stop was not ``max_tokens`` (a cut output says so, whatever it holds)."""
+    return isinstance(delta, dict) and delta.get("stop_reason") != "max_tokens"
+
+
 def recover_message(message: dict, *, native: bool, has_tools: bool, **options) -> dict:
     """Recover text tool calls in a Messages API ``message`` (see the module doc).
 
@@ -105,14 +125,15 @@ def recover_message(message: dict, *, native: bool, has_tools: bool, **options) 
     if content is None:
         return message
     calls: list[ToolCall] = []
-    new_content = scrub_parts(content, "text", opts, calls)
+    cut = message.get("stop_reason") == "max_tokens"  # the output was cut: its last block never ended
+    new_content = scrub_parts(content, "text", opts, calls, cut)
     structured = sum(1 for block in content if block.get("type") == "tool_use")
     if not should_recover(native, True, structured):
         calls = []
     if new_content is None and not calls:
         return message
     new = {**message, "content": (new_content or list(content)) + [tool_use_block(call) for call in calls]}
-    if calls:
+    if calls and not cut:
         new["stop_reason"] = "tool_use"
     return new
 
@@ -150,10 +171,13 @@ class MessagesRecovery(EventMachine):
     blocks inserted. Pieces go out while the input sent stays a prefix of one strict JSON object (what the
     anthropic SDK reads at every delta, ``_JsonPrefix``); from a character that would break that, the rest
     is held and goes out when the call ends (its arguments then are exactly the deltas joined). A call
-    abandoned after its start (``StreamScrubber.take_events``) is stopped with the input sent, and what its
-    block gives without the option follows (the call whole, nothing, or its text), so the text is the
-    option off's; ``abandoned`` counts them. ``stop_reason`` is ``"tool_use"`` when any call went out, an
-    abandoned one included.
+    abandoned after its start (``StreamScrubber.take_events``: cut by another opener, by the end of the output,
+    a dedented value, arguments other than the pieces) ends the stream with an ``error`` event
+    (``abandoned_error()``, an ``api_error``: the anthropic SDK raises it) and nothing after it goes out: the SDK
+    reads a ``tool_use`` block's input at every delta, keeping the values complete so far (a cut number too),
+    so no input sent could be taken back and a stopped block would hold a call the model never finished;
+    ``abandoned`` counts them. ``stop_reason`` becomes ``"tool_use"`` when a call went out whole or ended,
+    never over ``max_tokens``.
 
     Every other event, and every event that needs no change, comes back as the very same object
     (``[event]``); with ``has_tools=False`` all do. ``close()`` ends a stream that stopped before its
@@ -162,6 +186,7 @@ class MessagesRecovery(EventMachine):
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
         super().__init__(native, has_tools, options, convert_tools)  # its indexes: content block indexes
+        self._failed = False  # a streamed call was abandoned: an error event went out, nothing more does
         self._blocks: dict[int, TextPart] = {}  # text blocks by index
         # stream_arguments: upstream block index -> the one sent; a text block's open block as sent (None while a
         # call or nothing came last); how many blocks were inserted; the call streaming (index, reader, sent)
@@ -174,6 +199,11 @@ class MessagesRecovery(EventMachine):
         """Take the next event; return the events to send in its place (maybe none)."""
         if not isinstance(event, dict):
             raise TypeError(f"an event must be a dict, not {type(event).__name__}")
+        if self._failed:  # a streamed call was abandoned: the stream ended with an error event
+            return []
+        return self._cut(self._push(event))  # (a call abandoned: nothing after the error goes out)
+
+    def _push(self, event: dict) -> list:
         if not self.has_tools or self._ended:
             return [event]
         kind = event.get("type")
@@ -185,7 +215,7 @@ class MessagesRecovery(EventMachine):
             if not before and not self.recovered:
                 return [event]
             delta = event.get("delta")
-            if kind == "message_delta" and self.recovered and isinstance(delta, dict):
+            if kind == "message_delta" and self.recovered and _tool_use_may_replace(delta):
                 event = {**event, "delta": {**delta, "stop_reason": "tool_use"}}
             return [*before, event]
         if type(index) is not int:
@@ -220,14 +250,25 @@ class MessagesRecovery(EventMachine):
                 return [_text_delta(index, tail), event]
         return [event]
 
+    @property
+    def failed(self) -> bool:
+        """A streamed call was abandoned: the stream ended with ``abandoned_error()`` and nothing more goes out."""
+        return self._failed
+
     def close(self) -> list:
         """End a stream that stopped before its ``message_delta``: the held tails, then the calls."""
-        if not self.has_tools or self._ended:
+        if not self.has_tools or self._ended or self._failed:
             return []
         if self._moves is not None:
             self._ended = True
-            return self._flush_streamed()
+            return self._cut(self._flush_streamed())
         return self._end()
+
+    def _cut(self, out: list) -> list:
+        """``out`` up to the error event, if the events made by the call that gave it abandoned a streamed call."""
+        if not self._failed:
+            return out
+        return out[: next(i for i, e in enumerate(out) if e.get("type") == "error") + 1]
 
     def _end(self) -> list:
         """The held tails of open text blocks, then the recovered calls' blocks."""
@@ -261,7 +302,8 @@ class MessagesRecovery(EventMachine):
             self._ended = True
             tails = self._flush_streamed()
             delta = event.get("delta")
-            if kind == "message_delta" and (self.recovered or self.abandoned) and isinstance(delta, dict):
+            # a call only abandoned (started, never ended) does not make the stop a tool_use
+            if kind == "message_delta" and self.recovered and _tool_use_may_replace(delta):
                 event = {**event, "delta": {**delta, "stop_reason": "tool_use"}}
             return [*tails, event]
         if type(index) is not int:
@@ -333,11 +375,18 @@ class MessagesRecovery(EventMachine):
                 if good:
                     sent.append(good)
                     out.append(_json_delta(at, good))
-            elif kind in ("end", "abandon"):
+            elif kind == "abandon":
+                # the anthropic SDK reads the input of a tool_use block at every delta, partially (a cut value
+                # dropped, a cut number kept): no input sent can be taken back, so the stream fails here
+                self._tool = None
+                self._failed = True
+                out.append(abandoned_error())
+                return
+            elif kind == "end":
                 assert self._tool is not None
                 at, reader, sent = self._tool
                 self._tool = None
-                rest = step[1].arguments[len("".join(sent)) :] if kind == "end" else ""
+                rest = step[1].arguments[len("".join(sent)) :]
                 if rest:
                     out.append(_json_delta(at, rest))
                 out.append({"type": "content_block_stop", "index": at})

@@ -100,7 +100,7 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Opti
     content = message.get("content")
     parsed = None
     if isinstance(content, str) and should_recover(native, has_tools, len(structured)):
-        parsed = parse(content, options=options)
+        parsed = parse(content, options=options, truncated=choice.get("finish_reason") == "length")
         if tally is not None:
             count(tally, parsed.calls, parsed.malformed)
     if parsed is None or not (parsed.removed or parsed.reasoning):
@@ -115,7 +115,8 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Opti
     choice = {**choice, "message": message}
     if parsed.calls:
         message["tool_calls"] = list(repaired) + [call.to_openai() for call in parsed.calls]
-        choice["finish_reason"] = "tool_calls"
+        if choice.get("finish_reason") != "length":  # a cut output says so
+            choice["finish_reason"] = "tool_calls"
     return choice
 
 

@@ -96,6 +96,11 @@ def recover_responses(response: dict, *, native: bool, has_tools: bool, **option
     new_output = None
     calls: list[ToolCall] = []
     structured = 0
+    details = response.get("incomplete_details")
+    # the output was cut by max_output_tokens: the last message item's last text part never ended
+    cut = response.get("status") == "incomplete" and isinstance(details, dict)
+    cut = cut and isinstance(details, dict) and details.get("reason") == "max_output_tokens"
+    last = max((i for i, item in enumerate(output) if item.get("type") == "message"), default=-1) if cut else -1
     for i, item in enumerate(output):
         kind = item.get("type")
         if kind in CALL_ITEMS:
@@ -103,7 +108,7 @@ def recover_responses(response: dict, *, native: bool, has_tools: bool, **option
         content = item.get("content")
         if kind != "message" or not isinstance(content, list):
             continue
-        new_content = scrub_parts(content, "output_text", opts, calls)
+        new_content = scrub_parts(content, "output_text", opts, calls, i == last)
         if new_content is not None:
             if new_output is None:
                 new_output = list(output)

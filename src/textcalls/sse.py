@@ -95,6 +95,10 @@ class SSEFraming:
         """The bytes that end the stream, before any incomplete event (``close``)."""
         raise NotImplementedError
 
+    def _stopped(self) -> bool:
+        """Whether the stream ended early with an error event (a streamed call abandoned): what follows is dropped."""
+        return False
+
     def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
         """The complete event ``buf[pos:end]`` (its final empty line included): None if it goes out as it
         came, else the bytes that replace it (maybe none). ``single``: it is one line, then LF LF."""
@@ -196,7 +200,10 @@ class SSEFraming:
                 if single and start > pos:  # its first bytes were searched before, for an LF LF only
                     single = find(b"\n", pos, start) < 0 and find(b"\r", pos, start) < 0
             # (an oversized event goes out as it came, as in any other split)
-            new = None if last - pos > self.max_event else self._event(buf, pos, end, single)
+            if last - pos > self.max_event:
+                new = [] if self._stopped() else None
+            else:
+                new = self._event(buf, pos, end, single)
             if new is not None:
                 if verbatim < pos:
                     out.append(bytes(buf[verbatim:pos]))
@@ -275,6 +282,14 @@ class SSERecovery(SSEFraming):
         """Calls streamed in pieces (``stream_arguments=True``) and then abandoned (see ``ChunkRecovery``)."""
         return self.chunks.abandoned
 
+    @property
+    def failed(self) -> bool:
+        """A streamed call was abandoned: the stream ended with an error event (see ``ChunkRecovery``)."""
+        return self.chunks.failed
+
+    def _stopped(self) -> bool:
+        return self.chunks.failed
+
     def feed(self, data) -> bytes:
         """Take the next upstream bytes (bytes-like); return the bytes to send now."""
         if type(data) is not bytes:
@@ -309,7 +324,9 @@ class SSERecovery(SSEFraming):
     def _feed_and_clear(self, data: bytes) -> bytes:
         """``_feed``, then note whether the next input starts at an event with nothing held."""
         out = self._feed(data)
-        self._clear = self._started and not self._buf and self._lf is None and self._over is None
+        self._clear = (
+            self._started and not self._buf and self._lf is None and self._over is None and not self.chunks.failed
+        )
         return out
 
     def close(self) -> bytes:
@@ -324,7 +341,7 @@ class SSERecovery(SSEFraming):
 
     def _ahead(self, buf: bytearray, n: int, cr: bool) -> int:
         """While no choice is active, pass over in one piece the complete events it cannot act on."""
-        if self.chunks.active:
+        if self.chunks.active or self.chunks.failed:
             return 0
         start = self._scan  # no event ends before it: each byte is searched once
         last = buf.rfind(b"\n\n", start)
@@ -382,6 +399,8 @@ class SSERecovery(SSEFraming):
             self._midline = self._midline or bool(joined.strip(" "))
 
     def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
+        if self.chunks.failed:  # a streamed call was abandoned: the stream ended with its error event
+            return []
         learning = self._around is None and self._tries > 0  # self._learning, inline (on every event)
         if not self.chunks.active and not learning and self._untouched(bytes(buf[pos:end])):
             return None
@@ -399,6 +418,8 @@ class SSERecovery(SSEFraming):
         if payload == _DONE:
             self._midline = False
             flushed = self._synthetic(self.chunks.close(), lines or [])
+            if self.chunks.failed:  # the close abandoned a streamed call: its error ends the stream
+                return flushed
             return [*flushed, bytes(buf[pos:end])] if flushed else None
         if learning:
             self._tries -= 1

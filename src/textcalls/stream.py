@@ -11,11 +11,12 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from . import _scan
 from ._drive import adrive, drive
+from ._events import ABANDONED
 from .openai import NameRepair, check_gate, count, marked, should_recover
 from .options import Options, options_of
 from .screens import screen_for
 
-__all__ = ["MAX_CHOICES", "ChunkRecovery", "arecover_stream", "recover_stream"]
+__all__ = ["MAX_CHOICES", "ChunkRecovery", "abandoned_error_chunk", "arecover_stream", "recover_stream"]
 
 #: Where reasoning moved out of the content goes, in deltas and messages (DeepSeek's and vLLM's name).
 REASONING_KEY = "reasoning_content"
@@ -25,16 +26,34 @@ _CHOICE_KEYS = frozenset({"index", "delta", "logprobs", "finish_reason"})
 MAX_CHOICES = 128
 
 
+def abandoned_error_chunk() -> dict:
+    """The chunk that ends a chat stream whose streamed call was abandoned (``ChunkRecovery``), shaped as the
+    servers' mid-stream errors (``data: {"error": …}``, which the openai SDK raises as ``APIError``): a new
+    dict each time."""
+    return {"error": {"message": ABANDONED, "type": "api_error", "param": None, "code": "tool_call_abandoned"}}
+
+
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
-    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held", "midline", "streaming")
+    __slots__ = (
+        "scrubber",
+        "active",
+        "upstream",
+        "recovered",
+        "abandoned",
+        "next_index",
+        "held",
+        "midline",
+        "streaming",
+    )
 
     def __init__(self, options: Options) -> None:
         self.scrubber = _scan.impl.StreamScrubber(options=options)
         self.active = False  # False: settled, behaves exactly like a fresh choice (see ChunkRecovery)
         self.upstream: dict = {}  # structured call index as sent -> index as forwarded
         self.recovered = 0  # downstream tool_calls indexes taken by recovered calls (streamed ones included)
+        self.abandoned = 0  # of those, calls streamed in pieces and then abandoned
         self.next_index = 0  # first downstream tool_calls index not used yet
         self.held: dict | None = None  # downstream index -> _Held: structured calls held for repair
         # settled, and its scrubber known to be mid-line: a text without a line ending fed to it on the
@@ -124,6 +143,15 @@ class ChunkRecovery:
 
     At most ``MAX_CHOICES`` choices may be open at once (a choice closes with its
     ``finish_reason``): a chunk that would open one more raises ValueError.
+
+    With ``stream_arguments=True`` a call goes out in pieces as its body arrives (its arguments'
+    closing ``}`` held until the block ends). A call abandoned after its start went out (cut by another
+    opener or by the output's end, malformed, read otherwise: see ``StreamScrubber.take_events``)
+    cannot be taken back: the push or close that abandons it returns only ``abandoned_error_chunk()``,
+    ``failed`` becomes true, and every later push and close returns nothing. The openai SDK raises the
+    error, so no client holds the unfinished call (``abandoned`` counts them). A chunk finishing with
+    ``length`` keeps that ``finish_reason``, and a choice becomes ``tool_calls`` only when a call was
+    recovered for it.
     """
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
@@ -148,6 +176,8 @@ class ChunkRecovery:
         self.recovered = 0  #: tool calls recovered and emitted so far (streamed ones once ended), all choices
         #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
         self.abandoned = 0
+        #: a streamed call was abandoned: the stream ended with ``abandoned_error_chunk()`` (read-only)
+        self.failed = False
         #: what recovery did, as ``recover_response``'s ``tally``: calls by dialect, blocks removed without a call
         self.tally: Counter = Counter()
         self._events = opts.stream_arguments
@@ -160,6 +190,10 @@ class ChunkRecovery:
         """Take the next chunk; return the chunks to send in its place (maybe none)."""
         if not self.has_tools:
             return [chunk]
+        if self.failed:  # the stream ended with the abandonment's error
+            _check_chunk(chunk)
+            return []
+        recovered = self.recovered  # (what the client got: restored if this chunk withdraws the answer)
         choices = _check_chunk(chunk)
         if not choices:
             return [chunk]
@@ -192,6 +226,9 @@ class ChunkRecovery:
                     fed = self._scrub(state, content)
                     if fed is None:
                         return [chunk]
+                    if self.failed:
+                        self.recovered = recovered
+                        return [abandoned_error_chunk()]
                     if (
                         not fed[0]
                         and not fed[1]
@@ -214,6 +251,9 @@ class ChunkRecovery:
                 changed = True
             if new is not None:
                 main_choices.append(new)
+        if self.failed:
+            self.recovered = recovered
+            return [abandoned_error_chunk()]
         if not changed and not before and not after:
             return [chunk]
         if main_choices or chunk.get("usage") is not None:
@@ -222,7 +262,10 @@ class ChunkRecovery:
         return before
 
     def close(self) -> list:
-        """End the stream: the chunks that flush every unfinished choice. Starts afresh."""
+        """End the stream: the chunks that flush every unfinished choice. Starts afresh (but for ``failed``)."""
+        if self.failed:
+            return []
+        recovered = self.recovered
         out: list = []
         for index in sorted(self._choices):
             state = self._choices[index]
@@ -237,6 +280,9 @@ class ChunkRecovery:
                 out.extend(self._synthetic(self._template, index, {"tool_calls": group}) for group in calls)
         self._choices.clear()
         self.active = self._floor
+        if self.failed:
+            self.recovered = recovered
+            return [abandoned_error_chunk()]
         return out
 
     def follow(self, index: int, text: str) -> None:
@@ -328,7 +374,7 @@ class ChunkRecovery:
                 entries = (base.get("tool_calls") or []) + self._release_all(state)
                 new_delta = {k: v for k, v in base.items() if k != "tool_calls"}
                 before.append(self._synthetic(chunk, index, {"tool_calls": entries}))
-            tail, more, late = self._flush(state)
+            tail, more, late = self._flush(state, finish == "length")
             calls += more
             if tail or calls or late:  # held text, reasoning and calls go before the finish chunk
                 said = _said((text or "") + tail, thought + late)
@@ -346,7 +392,9 @@ class ChunkRecovery:
         if thought:
             base = delta if new_delta is None else new_delta
             new_delta = {**base, REASONING_KEY: (base.get(REASONING_KEY) or "") + thought}
-        recovered = finish is not None and state.recovered
+        # a cut output (``length``) keeps its finish_reason, and a call the client holds only abandoned
+        # (started in pieces, never ended) does not make one ``tool_calls``
+        recovered = finish is not None and finish != "length" and state.recovered > state.abandoned
         if new_delta is None and not recovered:
             return choice
         new = {**choice, "delta": new_delta if new_delta is not None else delta}
@@ -489,16 +537,19 @@ class ChunkRecovery:
                     taken = index + 1
                 else:
                     self.abandoned += 1
+                    state.abandoned += 1
+                    self.failed = True
                 state.streaming = None
         if len(calls) > taken:
             groups += self._whole(state, calls[taken:])
         return groups
 
-    def _flush(self, state: _Choice) -> tuple:
-        """(held text, ``tool_calls`` groups, reasoning) at the end of a choice."""
+    def _flush(self, state: _Choice, truncated: bool = False) -> tuple:
+        """(held text, ``tool_calls`` groups, reasoning) at the end of a choice (``truncated``: it finished
+        with ``length``)."""
         scrubber = state.scrubber
         n = len(scrubber.calls)
-        tail = scrubber.flush()
+        tail = scrubber.flush(truncated)
         count(self.tally, [], scrubber.malformed)
         if self._events:
             calls = self._stream(state, n, scrubber.take_events())

@@ -34,8 +34,19 @@ LONG = (
     + json.dumps({"name": "write_file", "arguments": {"path": "notes.txt", "content": 'line \\ "q" é\n' * 150}})
     + "\n</tool_call>"
 )
+#: Outputs cut by max_tokens (finish_reason "length") inside a call's value: `rm -rf /tmp/build` cut after `rm -rf /`.
+TRUNCATED = 'Running it.<tool_call>{"name": "run", "arguments": {"command": "rm -rf /'
+TRUNCATED_XML = "Running it.\n<tool_call>\n<function=run>\n<parameter=command>\nrm -rf /"
 #: model name -> the assistant text it writes
-SCRIPTS = {"hermes": HERMES, "deepseek": DEEPSEEK, "plain": PLAIN, "malformed": MALFORMED, "long": LONG}
+SCRIPTS = {
+    "hermes": HERMES,
+    "deepseek": DEEPSEEK,
+    "plain": PLAIN,
+    "malformed": MALFORMED,
+    "long": LONG,
+    "truncated": TRUNCATED,
+    "truncated_xml": TRUNCATED_XML,
+}
 #: A structured call the "native" model sends, while its text also carries a Hermes block.
 NATIVE_CALL = {
     "index": 0,
@@ -68,13 +79,19 @@ def cut(text, rng):
     return out
 
 
+def _finish(model, structured):
+    if model.startswith("truncated"):
+        return "length"
+    return "tool_calls" if structured else "stop"
+
+
 def stream_bytes(model, text, rng, *, usage=False, structured=None):
     """The SSE body for ``text``: role chunk, content deltas, finish chunk, usage chunk, [DONE]."""
     chunks = [_chunk(model, {"role": "assistant", "content": ""})]
     if structured is not None:
         chunks.append(_chunk(model, {"tool_calls": [structured]}))
     chunks += [_chunk(model, {"content": piece}) for piece in cut(text, rng)]
-    chunks.append(_chunk(model, {}, "tool_calls" if structured else "stop"))
+    chunks.append(_chunk(model, {}, _finish(model, structured)))
     if usage:
         chunks.append(
             {
@@ -96,9 +113,7 @@ def completion_bytes(model, text, *, structured=None):
         "object": "chat.completion",
         "created": 1700000000,
         "model": model,
-        "choices": [
-            {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if structured else "stop"}
-        ],
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(model, structured)}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30},
     }
     return json.dumps(body, ensure_ascii=False).encode()

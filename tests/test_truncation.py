@@ -1,0 +1,204 @@
+"""Issue 26: a cut output is never a call, and a streamed call abandoned is never left executable -- seen by
+the clients themselves: the openai SDK through the proxy (a stub upstream whose model is cut by max_tokens
+inside a call's value, `rm -rf /tmp/build` after `rm -rf /`), the anthropic SDK's and the openai SDK's own
+types over the whole-answer helpers, on both implementations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from textcalls import parse
+from textcalls.messages_api import recover_message
+from textcalls.openai import recover_response
+from textcalls.responses_api import recover_responses
+
+openai = pytest.importorskip("openai", reason="the client is the openai SDK")
+anthropic = pytest.importorskip("anthropic", reason="the Messages client is the anthropic SDK")
+from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+
+RUN = {
+    "type": "function",
+    "function": {
+        "name": "run",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def proxies():
+    """Two proxies on one stub upstream, ``stream_arguments`` off and on: ``{False: client, True: client}``."""
+    pytest.importorskip("aiohttp", reason="the proxy and the stub upstream run on aiohttp")
+    from textcalls import proxy
+
+    from .gateway_support.upstream import LoopThread, Upstream
+
+    loop = LoopThread()
+    upstream_runner, upstream_url = loop.serve(Upstream().app)
+    runners, clients = [], {}
+    for on in (False, True):
+        runner = loop.run(proxy.start(upstream_url, host="127.0.0.1", port=0, stream_arguments=on))
+        host, port = runner.addresses[0][:2]
+        runners.append(runner)
+        clients[on] = openai.OpenAI(base_url=f"http://{host}:{port}/v1", api_key="sk-test", max_retries=0, timeout=10)
+    yield clients
+    loop.close(*runners, upstream_runner)
+
+
+MODELS = ["truncated", "truncated_xml"]  # a JSON body cut in a string; a Qwen3-Coder XML value cut
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("on", [False, True], ids=["off", "on"])
+def test_a_cut_answer_is_no_call_and_says_length(impl, proxies, model, on):
+    completion = proxies[on].chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "clean up"}], tools=[RUN]
+    )
+    choice = completion.choices[0]
+    # the unfinished block removed, no call, the cut shown (the option changes nothing for whole answers)
+    assert (choice.message.content, choice.message.tool_calls, choice.finish_reason) == ("Running it.", None, "length")
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_cut_stream_without_the_option_gives_its_text_and_length(impl, proxies, model, seed):
+    stream = proxies[False].chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "clean up"}], tools=[RUN], stream=True, seed=seed
+    )
+    state = ChatCompletionStreamState()
+    for chunk in stream:
+        state.handle_chunk(chunk)
+    with pytest.raises(openai.LengthFinishReasonError):  # the SDK's own refusal of a cut answer
+        state.get_final_completion()
+    choice = state.current_completion_snapshot.choices[0]
+    assert choice.message.content.strip() == "Running it." and not choice.message.tool_calls
+    assert choice.finish_reason == "length"
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_cut_stream_with_the_option_is_withdrawn_and_the_sdk_raises(impl, proxies, model, seed):
+    stream = proxies[True].chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "clean up"}], tools=[RUN], stream=True, seed=seed
+    )
+    state = ChatCompletionStreamState()
+    with pytest.raises(openai.APIError, match="abandoned"):
+        for chunk in stream:
+            state.handle_chunk(chunk)
+    # what had come before the error: a call started, its arguments never a complete JSON object
+    snapshot = state.current_completion_snapshot.choices[0].message
+    for call in snapshot.tool_calls or ():
+        with pytest.raises(ValueError):
+            json.loads(call.function.arguments)
+
+
+# --- the whole-answer helpers, read back by the SDKs' own types ------------------------------------------------
+
+CUT_JSON = 'Running it.<tool_call>{"name": "run", "arguments": {"command": "rm -rf /'
+CUT_XML = "Running it.\n<tool_call>\n<function=run>\n<parameter=command>\nrm -rf /"
+DONE = '<tool_call>{"name": "run", "arguments": {"command": "ls"}}</tool_call> Running it.'
+
+
+@pytest.mark.parametrize("text", [CUT_JSON, CUT_XML])
+def test_a_cut_chat_completion_has_no_call(impl, text):
+    response = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+    }
+    out = openai.types.chat.ChatCompletion.model_validate(
+        recover_response(response, native=False, has_tools=True, tools=[RUN])
+    )
+    assert (out.choices[0].message.content, out.choices[0].message.tool_calls) == ("Running it.", None)
+    assert out.choices[0].finish_reason == "length"
+    # not cut, the JSON body stays text (a body cut in a value is never repaired) and so does the XML one
+    response["choices"][0]["finish_reason"] = "stop"
+    kept = recover_response(response, native=False, has_tools=True, tools=[RUN])
+    assert kept is response
+
+
+def test_a_call_finished_before_the_cut_stays_and_the_finish_stays_length(impl):
+    text = DONE + ' <tool_call>{"name": "run", "arguments": {"command": "rm -rf /'
+    response = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+    }
+    out = openai.types.chat.ChatCompletion.model_validate(
+        recover_response(response, native=False, has_tools=True, tools=[RUN])
+    )
+    ((call,),) = [out.choices[0].message.tool_calls]
+    assert (call.function.name, json.loads(call.function.arguments)) == ("run", {"command": "ls"})
+    assert (out.choices[0].message.content, out.choices[0].finish_reason) == ("Running it.", "length")
+
+
+M_RUN = {"name": "run", "input_schema": RUN["function"]["parameters"]}
+
+
+@pytest.mark.parametrize("text", [CUT_JSON, CUT_XML])
+def test_a_cut_messages_answer_has_no_tool_use(impl, text):
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "max_tokens",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    out = anthropic.types.Message.model_validate(recover_message(message, native=False, has_tools=True, tools=[M_RUN]))
+    # the text before the block, as written (Messages text blocks keep the model's blanks)
+    assert [b.type for b in out.content] == ["text"] and out.content[0].text == text[: text.index("<tool_call>")]
+    assert out.stop_reason == "max_tokens"
+
+
+R_RUN = {"type": "function", **RUN["function"]}
+
+
+@pytest.mark.parametrize("text", [CUT_JSON, CUT_XML])
+def test_a_cut_responses_answer_has_no_function_call(impl, text):
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "m",
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "incomplete",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+    out = openai.types.responses.Response.model_validate(
+        recover_responses(response, native=False, has_tools=True, tools=[R_RUN])
+    )
+    assert [o.type for o in out.output] == ["message"] and out.output_text == text[: text.index("<tool_call>")]
+    assert out.status == "incomplete"
+    # the same answer completed (not cut): the JSON body cut in a value stays text, no call either
+    done = recover_responses({**response, "status": "completed", "incomplete_details": None}, native=False,
+                             has_tools=True, tools=[R_RUN])  # fmt: skip
+    assert [o["type"] for o in done["output"]] == ["message"]
+
+
+@pytest.mark.parametrize("text", [CUT_JSON, CUT_XML])
+def test_parse_says_the_same(impl, text):
+    assert (parse(text, tools=[RUN], truncated=True).content, parse(text, tools=[RUN], truncated=True).calls) == (
+        "Running it.",
+        [],
+    )
+    assert parse(text, tools=[RUN]).calls == []  # not cut: still no call (a value cut is never closed)
