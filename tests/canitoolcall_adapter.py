@@ -3,8 +3,8 @@
 A fixture is one raw model output with the tools offered and the parse a correct engine gives
 (``pip install canitoolcall``: the corpus ships in its wheel). Here there are no token ids: a stream is
 the raw text cut into character deltas. What a server knows from the chat template is told to
-textcalls as a gateway would: ``reasoning_started`` when the generation prompt leaves a ``<think>``
-open. A fixture tagged ``truncated`` ended at ``max_tokens``: it is replayed with
+textcalls as a gateway would: ``reasoning_started`` when the generation prompt (the fixture's, else its
+model's template default, from the family's ``reference_models``) leaves ``<think>`` open. A fixture tagged ``truncated`` ended at ``max_tokens``: it is replayed with
 ``finish_reason: "length"``, and no stop token is ever appended.
 
 ``nonstream`` goes through ``recover_response`` (a ``chat.completion``), ``stream`` through
@@ -19,6 +19,7 @@ import json
 import random
 from typing import Any
 
+from canitoolcall.pytest_plugin import family_for
 from canitoolcall.results import ParsedToolCall, ParseResult, StreamAccumulator
 
 from textcalls.openai import recover_response
@@ -36,11 +37,23 @@ def truncated(fixture: Any) -> bool:
     return "truncated" in fixture.tags
 
 
+def generation_prompt(fixture: Any) -> str:
+    """The tail of the prompt the server rendered: the fixture's own, else the one its model's chat template
+    ends with (the family's ``reference_models``: what a server serving that model knows)."""
+    if fixture.generation_prompt is not None:
+        return fixture.generation_prompt
+    family = family_for(fixture)
+    for model in family.reference_models if family is not None else ():
+        if model.repo in fixture.models:
+            return model.default_generation_prompt or ""
+    return ""
+
+
 def options_for(fixture: Any, *, stream_arguments: bool = False) -> dict[str, Any]:
-    """The keywords a gateway gives textcalls for this fixture's request."""
+    """The keywords a gateway gives textcalls for this fixture's request: ``reasoning_started`` where the
+    generation prompt leaves a reasoning span open (and thinking was not turned off)."""
     options: dict[str, Any] = {"tools": json.loads(json.dumps(fixture.tools))}  # plain lists and dicts
-    prompt = (fixture.generation_prompt or "").rstrip()
-    if prompt.endswith(_OPEN_THINK):
+    if fixture.thinking is not False and generation_prompt(fixture).rstrip().endswith(_OPEN_THINK):
         options["reasoning_started"] = True
     if stream_arguments:
         options["stream_arguments"] = True
