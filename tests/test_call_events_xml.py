@@ -624,3 +624,22 @@ def test_a_block_of_several_calls_streams_its_first_and_sends_the_others_whole(i
         [(sent[0]["id"], "edit", '{"old": "a"}'), (sent[-1]["id"], "write_file", '{"path": "b.py"}')],
         "tool_calls",
     )
+
+
+V41 = (
+    '<｜DSML｜ calls>\n<｜DSML｜ invoke name="edit">\n<｜DSML｜ parameter name="old" string="true">a "b"\n'
+    "c</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls> done"
+)
+
+
+@pytest.mark.parametrize("step", [1, 2, 5, len(V41)])
+def test_dsml_v41_streams_its_call(impl, per_delta, step):
+    # DeepSeek V4.1's spaced tags stream like V3.2/V4's: a call started at its invoke, pieces as the value comes
+    scrubber = impl.StreamScrubber(tools=TOOLS, stream_arguments=True)
+    out = "".join(scrubber.feed(V41[i : i + step]) for i in range(0, len(V41), step)) + scrubber.flush()
+    events = scrubber.take_events()
+    assert out == " done" and [e[0] for e in events][:: len(events) - 1] == ["started", "ended"]
+    pieces = [e[2] for e in events if e[0] == "arguments"]
+    assert "".join(pieces) == scrubber.calls[0].arguments == json.dumps({"old": 'a "b"\nc'}, ensure_ascii=False)
+    if step == 1:
+        assert len(pieces) > 3  # streamed as it came, not whole at the end

@@ -76,6 +76,16 @@ CASES = [
         [("get_weather", WEATHER)],
     ),
     (
+        # DeepSeek V4.1, as its chat template renders a call (CanIToolCall's deepseek/v41-single-call): a space
+        # after the bar, and <｜DSML｜ calls>
+        "dsml-v4.1",
+        '\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">\n<｜DSML｜ parameter name="city" string="true">'
+        'Paris</｜DSML｜ parameter>\n<｜DSML｜ parameter name="unit" string="true">c</｜DSML｜ parameter>\n'
+        "</｜DSML｜ invoke>\n</｜DSML｜ calls>",
+        "",
+        [("get_weather", {"city": "Paris", "unit": "c"})],
+    ),
+    (
         "kimi-k2",
         "Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
         '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',

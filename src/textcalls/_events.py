@@ -268,8 +268,12 @@ _XML_BODIES = {
         attributes=True,
         prefix=xml._STEP3_SEP,
     ),
-    "dsml": _Tags(
-        xml._DSML, _literals("\uff5cDSML\uff5cinvoke", "\uff5cDSML\uff5cparameter", " "), attributes=True, bars=True
+    "dsml": _Tags(  # V3.2/V4, and V4.1's space after the bar
+        xml._DSML,
+        _literals("\uff5cDSML\uff5cinvoke", "\uff5cDSML\uff5cparameter", " ")
+        + _literals("\uff5cDSML\uff5c invoke", "\uff5cDSML\uff5c parameter", " "),
+        attributes=True,
+        bars=True,
     ),
 }
 #: the tags that may follow a value's closing tag for it to end there (xml._AFTER_VALUE, _AFTER_CALL)

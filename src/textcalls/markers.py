@@ -197,6 +197,9 @@ BLOCKS: tuple[Block, ...] = (
         ),
         Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}tool>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml", json_strings=False),
         Block("deepseek_dsml", "<|DSML|tool_calls>", "</|DSML|tool_calls>", "dsml", json_strings=False),
+        # DeepSeek V4.1: a space after the bar, and ``calls`` (``<｜DSML｜ calls>…<｜DSML｜ invoke name="F">``)
+        Block("deepseek_dsml", f"<{_BAR}DSML{_BAR} calls>", f"</{_BAR}DSML{_BAR} calls>", "dsml", json_strings=False),
+        Block("deepseek_dsml", "<|DSML| calls>", "</|DSML| calls>", "dsml", json_strings=False),
         Block("deepseek_dsml", "<|DSML|function_calls>", "</|DSML|function_calls>", "dsml", json_strings=False),
         # <｜DSML｜toolcall>NAME then (fenced) JSON arguments, or invokes
         Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcall>", f"</{_BAR}DSML{_BAR}toolcall>", "dsml_toolcall"),

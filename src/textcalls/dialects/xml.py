@@ -161,11 +161,11 @@ _STEP3 = _Markup(
     newline_params=True,
 )
 _BAR = "[｜|]"  # DeepSeek writes U+FF5C; an ASCII bar is accepted too
-_DSML = _Markup(
-    call=rf"<{_BAR}DSML{_BAR}invoke(?P<head>\s[^<>]*)?>",
-    end_call=rf"</{_BAR}DSML{_BAR}invoke\s*>",
-    param=rf"<{_BAR}DSML{_BAR}parameter(?P<head>\s[^<>]*)?>",
-    end_param=rf"</{_BAR}DSML{_BAR}parameter\s*>",
+_DSML = _Markup(  # (V4.1 writes a space after the bar: ``<｜DSML｜ invoke name="F">``)
+    call=rf"<{_BAR}DSML{_BAR} ?invoke(?P<head>\s[^<>]*)?>",
+    end_call=rf"</{_BAR}DSML{_BAR} ?invoke\s*>",
+    param=rf"<{_BAR}DSML{_BAR} ?parameter(?P<head>\s[^<>]*)?>",
+    end_param=rf"</{_BAR}DSML{_BAR} ?parameter\s*>",
     newline_params=False,
 )
 _GLM = _Markup(  # no call tags: the whole body is one call
@@ -288,6 +288,28 @@ def ends_in_value(body: str) -> bool:
     for last in _VALUE_TAG.finditer(body):  # noqa: B007 (the last match is the one read)
         pass
     return last is not None and last.group("open") is not None
+
+
+#: grammar -> the closing tag of one call, in the XML grammars whose blocks hold several calls
+_CALL_CLOSERS = {
+    "dsml": re.compile(r"</[｜|]DSML[｜|] ?invoke\s*>"),
+    "minimax_m2": re.compile(r"</invoke\s*>"),
+    "step3": re.compile(r"</steptml:invoke\s*>"),
+    "qwen3_xml": re.compile(r"</function\s*>"),
+}
+
+
+def finished_calls(grammar: str, body: str) -> str | None:
+    """The part of an XML ``body`` (of ``grammar``, a block of several calls) up to the closing tag of its last
+    call that was finished, or ``None`` (none was, or the grammar writes no such tag). A block cut by
+    ``max_tokens`` keeps those calls: each ended with its own closing tag."""
+    pattern = _CALL_CLOSERS.get(grammar)
+    if pattern is None:
+        return None
+    last = None
+    for last in pattern.finditer(body):  # noqa: B007 (the last match is the one read)
+        pass
+    return None if last is None else body[: last.end()]
 
 
 def qwen3_xml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
