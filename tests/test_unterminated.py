@@ -150,6 +150,23 @@ CUT = [
         0,
     ),
     ("I was about to say", None, "I was about to say", [], 0),
+    # a block of several XML calls keeps those that ended with their own closing tag before the cut
+    (
+        '<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">\n<｜DSML｜ parameter name="city" string="true">Oslo'
+        '</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n<｜DSML｜ invoke name="get_weather">\n<｜DSML｜ parameter name="city" '
+        'string="true">Zür',
+        WEATHER,
+        "",
+        [("get_weather", {"city": "Oslo"})],
+        0,
+    ),
+    (
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Par',
+        WEATHER,
+        "",
+        [],
+        1,
+    ),
     # Mistral's [TOOL_CALLS] has no closer: the message's end is its end; a call only as written
     ('[TOOL_CALLS]get_weather{"city": "Paris"}', WEATHER, "", PARIS, 0),
     ('[TOOL_CALLS]get_weather{"city": "Paris"', WEATHER, "", [], 1),

@@ -7,7 +7,7 @@ import re
 
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .dialects.jsonlike import BARE_CALL_KEYS
-from .dialects.xml import ends_in_value
+from .dialects.xml import ends_in_value, finished_calls
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
 from .toolcall import read_from
 
@@ -164,10 +164,17 @@ def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context
     ``truncated``: the output was cut (``max_tokens``), so the block's end was never written: it is
     removed without a call (``[]``), tools or not (its opener is markup that a finished block would have
     been read as; what it held cannot be trusted), unless the block has no closer (the message's end is
-    its end), tools name its calls and its body is a call as written, with nothing added."""
+    its end), tools name its calls and its body is a call as written, with nothing added. In a block of
+    several XML calls (DSML, MiniMax-M2, Step-3, Seed-OSS: ``xml.finished_calls``), the calls that ended with
+    their own closing tag before the cut are kept (of offered tools, when tools are given)."""
     block = table.blocks[k]
     cut: list | None = [] if truncated else None  # what a body that is no call gives
     if truncated and block.closer is not None:
+        # the calls of a block of several calls that ended with their own closing tags before the cut
+        head = finished_calls(block.grammar, body)
+        calls = None if head is None else table.grammars[k](opener, head, ctx)
+        if calls and all(ctx.known(c.name) for c in calls):
+            return read_from(calls, block.dialect)
         return cut
     if not ctx.has_tools and block.dialect not in STRIPPED_CLOSERS:
         return cut
