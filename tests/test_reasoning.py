@@ -178,3 +178,41 @@ def test_gemma4_thought_channel_is_reasoning(impl, tc):
     assert [c.name for c in parsed.calls] == ["get_weather"] and parsed.content == ""
     empty = tc.parse("<|channel>thought\n<channel|>Hello")
     assert empty.content == "Hello" and empty.reasoning == ""
+
+
+# Mistral's [THINK] … [/THINK] (Magistral, Ministral 3, v13 templates), as CanIToolCall's template renderings
+# write it (mistral/v13think-content-before-call): reasoning, not content, like <think>
+MISTRAL = (
+    "[THINK]The user wants the weather in Paris. I should call get_weather.[/THINK]Let me check that for you."
+    '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
+)
+
+
+def test_mistral_think_is_reasoning(impl, tc):
+    p = tc.parse(MISTRAL)
+    assert (p.content, p.reasoning) == (
+        "Let me check that for you.",
+        "The user wants the weather in Paris. I should call get_weather.",
+    )
+    assert [(c.name, c.arguments) for c in p.calls] == [("get_weather", '{"city": "Paris"}')]
+    # a stream whose prompt opened [THINK] (reasoning_started): a lone [/THINK] ends the span
+    started = tc.parse("plan[/THINK]Hi", reasoning_started=True)
+    assert (started.content, started.reasoning) == ("Hi", "plan")
+    # as markers go, only where it switches: a lone [/THINK] in content stays text
+    assert tc.parse("a [/THINK] b").content == "a [/THINK] b"
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_mistral_think_in_any_split(mod, data):
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(MISTRAL)), max_size=10)))
+    assert feed_in_pieces(mod, MISTRAL, cuts) == feed_in_pieces(mod, MISTRAL, [])
+
+
+def test_an_empty_kimi_section_leaves_no_markup(impl, tc):
+    # Kimi K2's section tokens are special tokens: markup wherever they stand (vLLM's
+    # kimi_k2 tests: an empty section after the reasoning)
+    text = "Reasoning. <|tool_calls_section_begin|><|tool_calls_section_end|>"
+    assert (tc.parse(text).content, tc.parse(text).calls) == ("Reasoning.", [])
+    assert tc.parse("a <|tool_call_section_end|> b").content == "a  b"

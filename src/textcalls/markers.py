@@ -219,15 +219,17 @@ BLOCKS: tuple[Block, ...] = (
 MARKERS: tuple[Marker, ...] = (
     Marker("reasoning", "<think>", reasoning=1),
     Marker("reasoning", "</think>", reasoning=-1),
+    Marker("reasoning", "[THINK]", reasoning=1),  # Mistral (Magistral, Ministral 3, v13 templates)
+    Marker("reasoning", "[/THINK]", reasoning=-1),
     Marker(DEEPSEEK, DEEPSEEK_SECTION_OPEN, before=True),
     Marker(DEEPSEEK, DEEPSEEK_SECTION_CLOSE, before=False),
     Marker(DEEPSEEK, _ascii(DEEPSEEK_SECTION_OPEN), before=True),
     Marker(DEEPSEEK, _ascii(DEEPSEEK_SECTION_CLOSE), before=False),
     Marker(DEEPSEEK, f"<{_BAR}tool\u2581calls{_BAR}>", before=True),  # R1 distills' section opener
-    Marker("kimi_k2", "<|tool_calls_section_begin|>", before=True),
-    Marker("kimi_k2", "<|tool_calls_section_end|>", before=False),
-    Marker("kimi_k2", "<|tool_call_section_begin|>", before=True),  # the singular spelling, seen too
-    Marker("kimi_k2", "<|tool_call_section_end|>", before=False),
+    Marker("kimi_k2", "<|tool_calls_section_begin|>", before=True, always=True),
+    Marker("kimi_k2", "<|tool_calls_section_end|>", before=False, always=True),
+    Marker("kimi_k2", "<|tool_call_section_begin|>", before=True, always=True),  # the singular spelling, seen too
+    Marker("kimi_k2", "<|tool_call_section_end|>", before=False, always=True),  # (special tokens: markup anywhere)
     Marker("step3", f"<{_BAR}tool_calls_begin{_BAR}>", before=True),
     Marker("step3", f"<{_BAR}tool_calls_end{_BAR}>", before=False),
     Marker("gemma4", "<|channel>thought", reasoning=1, always=True),  # Gemma 4's thought channel
