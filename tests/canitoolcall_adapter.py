@@ -30,7 +30,7 @@ from textcalls.stream import recover_stream
 SPLITS = ("one", "char:0", "char:1", "char:2", "char:3")
 
 # what a generation prompt ends with when it leaves a reasoning span open
-_OPEN_THINK = ("<think>", "<|channel>thought", "[THINK]")
+_OPEN_THINK = ("<think>", "<|channel>thought", "[THINK]", "<|open|>think<|sep|>")
 
 
 def truncated(fixture: Any) -> bool:

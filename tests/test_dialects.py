@@ -487,3 +487,56 @@ def test_the_table_stays_within_the_scanners_limits(impl):
     words = [b.opener for b in BLOCKS if b.anchor]
     assert all(a[0] not in b[1:] for k, a in enumerate(words) for b in words[k + 1 :])
     assert impl.StreamScrubber(formats=list(DIALECTS)).feed("x") == "x"  # the scanner takes the whole table
+
+
+# Kimi K3 XTML, as its chat template renders it (CanIToolCall's kimi/k3-content-before-call and
+# kimi/k3-typed-values, kimi/k3-xtml-attr-escaping, kimi/k3-control-marker-text-in-value): the think channel
+# is reasoning, the response channel content, the tools channel calls; values typed by their type attribute
+K3_CALL = (
+    "Live data needed.<|close|>think<|sep|><|open|>response<|sep|>Let me check that for you.<|close|>response<|sep|>"
+    '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" type="string"'
+    "<|sep|>Berlin<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+)
+K3_TYPED = (
+    '<|open|>tools<|sep|><|open|>call tool="create_event" index="1"<|sep|><|open|>argument key="title" '
+    'type="string"<|sep|>Standup<|close|>argument<|sep|><|open|>argument key="duration_minutes" type="number"<|sep|>'
+    '15<|close|>argument<|sep|><|open|>argument key="all_day" type="boolean"<|sep|>false<|close|>argument<|sep|>'
+    '<|open|>argument key="reminder_minutes" type="null"<|sep|>null<|close|>argument<|sep|><|close|>call<|sep|>'
+    '<|open|>call tool="save_answer" index="2"<|sep|><|open|>argument key="q&amp;a" type="string"<|sep|>fish & chips'
+    '<|close|>argument<|sep|><|open|>argument key="say &quot;hi&quot;" type="string"<|sep|>she said "hi"'
+    '<|close|>argument<|sep|><|close|>call<|sep|><|open|>call tool="write_file" index="3"<|sep|><|open|>argument '
+    'key="content" type="string"<|sep|><|close|>argument<|sep|> is how args end<|close|>argument<|sep|>'
+    "<|close|>call<|sep|><|close|>tools<|sep|>"
+)
+
+
+def test_kimi_k3_channels_and_calls(impl, tc):
+    p = tc.parse(K3_CALL, reasoning_started=True)  # the template opens the think channel in the prompt
+    assert (p.reasoning, p.content) == ("Live data needed.", "Let me check that for you.")
+    assert [(c.name, json.loads(c.arguments), c.dialect) for c in p.calls] == [
+        ("get_weather", {"city": "Berlin"}, "kimi_k3")
+    ]
+    typed = tc.parse(K3_TYPED)
+    assert [(c.name, json.loads(c.arguments)) for c in typed.calls] == [
+        ("create_event", {"title": "Standup", "duration_minutes": 15, "all_day": False, "reminder_minutes": None}),
+        ("save_answer", {"q&a": "fish & chips", 'say "hi"': 'she said "hi"'}),
+        ("write_file", {"content": "<|close|>argument<|sep|> is how args end"}),
+    ]
+    assert typed.content == ""
+    # the think channel skipped: the response channel ends the reasoning the prompt opened
+    skipped = tc.parse("<|open|>response<|sep|>Hello world<|close|>response<|sep|><|close|>message<|sep|>",
+                       reasoning_started=True)  # fmt: skip
+    assert (skipped.reasoning, skipped.content) == ("", "Hello world")
+    # a JSON value that does not decode makes the call malformed: no call, its markup removed
+    bad = K3_TYPED.replace(">15<", ">fifteen<")
+    assert (tc.parse(bad).calls, tc.parse(bad).malformed) == ([], 1)
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), text=st.sampled_from([K3_CALL, K3_TYPED]))
+def test_kimi_k3_in_any_split(mod, data, text):
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12).map(sorted))
+    assert feed_in_pieces(mod, text, cuts, reasoning_started=True) == feed_in_pieces(
+        mod, text, [], reasoning_started=True
+    )

@@ -356,6 +356,15 @@ def invoke(g: G, prefix: str = "", string_attr: bool = False) -> str:
     return f'<{prefix}invoke name="{g.pick(NAMES)}">{params}</{prefix}invoke>'
 
 
+def k3_call(g: G) -> str:
+    """A Kimi K3 XTML call: typed arguments between control tokens."""
+    args = ""
+    for p in g.rng.sample(PARAMS, g.rng.randint(0, 2)):
+        kind, value = g.pick([("string", _plain(g)), ("number", "42"), ("boolean", "true"), ("object", '{"a": 1}')])
+        args += f'<|open|>argument key="{p}" type="{kind}"<|sep|>{value}<|close|>argument<|sep|>'
+    return f'<|open|>call tool="{g.pick(NAMES)}" index="1"<|sep|>{args}<|close|>call<|sep|>'
+
+
 def pythonic(g: G) -> str:
     def one():
         args = ", ".join(
@@ -397,8 +406,10 @@ def body_for(g: G, grammar: str, opener: str) -> str:
         if r < 0.8:
             return f"function{sep}{g.pick(NAMES)}\n```json\n{_dumps(g, _args(g))}\n```"
         return json_call(g)
-    if grammar == "dsml":
-        return invoke(g, "\uff5cDSML\uff5c", string_attr=True)
+    if grammar == "dsml":  # V3.2/V4, or V4.1's space after the bar
+        return invoke(g, g.pick(["\uff5cDSML\uff5c", "\uff5cDSML\uff5c "]), string_attr=True)
+    if grammar == "kimi_k3":
+        return "".join(k3_call(g) for _ in range(g.rng.randint(1, 2)))
     if grammar == "kimi_k2":
         return f"functions.{g.pick(NAMES)}:{g.rng.randint(0, 3)}<|tool_call_argument_begin|>{_dumps(g, _args(g))}"
     if grammar == "minimax_m2":
@@ -476,6 +487,7 @@ KNOWN_GRAMMARS = {
     "builtin_call",
     "dsml_toolcall",
     "harmony_text",
+    "kimi_k3",
 }
 
 

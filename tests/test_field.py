@@ -44,7 +44,7 @@ GAP_REASONS = {
     "gemma4-03": "call:NAME{...} with tokens stripped",
     "gemma4-04": "a value opened with <|\"|> and closed with '",
     "glm-01": "opening <arg_key> missing",
-    "kimi_k3-01": "K3 <|open|>/<|sep|> markup",
+    "kimi_k3-01": "garbled K3 markup (<|open|>toolscall, no tools opener): left as text",
     "minimax_m2-03": "garbled namespace tokens, no name",
     "minimax_m2-04": "[Calling tool: NAME] transcript line",
     "minimax_m3-01": "]<]minimax[>[ tokens as text",

@@ -105,6 +105,7 @@ DIALECTS: dict[str, bool] = {
     DEEPSEEK: True,  # DeepSeek V3/R1/V3.1 (full-width or ASCII bars), R1-distill section opener
     "deepseek_dsml": True,  # DeepSeek V3.2 / V4 DSML
     "kimi_k2": True,
+    "kimi_k3": True,  # Kimi K3 XTML: <|open|>tools<|sep|> calls, its think and response channels
     "minimax_m2": True,
     "minimax_m1": True,  # <tool_calls> JSON lines / array: MiniMax-M1, Jamba, Hunyuan (only when calls)
     "mistral": True,  # [TOOL_CALLS]
@@ -155,6 +156,7 @@ BLOCKS: tuple[Block, ...] = (
             json_strings=False,
         ),
         Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
+        Block("kimi_k3", "<|open|>tools<|sep|>", "<|close|>tools<|sep|>", "kimi_k3", json_strings=False),
         Block("minimax_m2", "<minimax:tool_call>", "</minimax:tool_call>", "minimax_m2", json_strings=False),
         Block("minimax_m1", "<tool_calls>", "</tool_calls>", "json_lines_or_array", strong=False, starts="{["),
         Block("mistral", "[TOOL_CALLS]", None, "mistral"),
@@ -230,6 +232,13 @@ MARKERS: tuple[Marker, ...] = (
     Marker("kimi_k2", "<|tool_calls_section_end|>", before=False, always=True),
     Marker("kimi_k2", "<|tool_call_section_begin|>", before=True, always=True),  # the singular spelling, seen too
     Marker("kimi_k2", "<|tool_call_section_end|>", before=False, always=True),  # (special tokens: markup anywhere)
+    # Kimi K3 XTML (control tokens: markup wherever they stand): the think channel is reasoning, the
+    # response channel content; the message's end is no text
+    Marker("kimi_k3", "<|open|>think<|sep|>", reasoning=1, always=True),
+    Marker("kimi_k3", "<|close|>think<|sep|>", reasoning=-1, always=True),
+    Marker("kimi_k3", "<|open|>response<|sep|>", reasoning=-1, always=True),  # (or the think channel skipped)
+    Marker("kimi_k3", "<|close|>response<|sep|>", always=True),
+    Marker("kimi_k3", "<|close|>message<|sep|>", always=True),
     Marker("step3", f"<{_BAR}tool_calls_begin{_BAR}>", before=True),
     Marker("step3", f"<{_BAR}tool_calls_end{_BAR}>", before=False),
     Marker("gemma4", "<|channel>thought", reasoning=1, always=True),  # Gemma 4's thought channel

@@ -112,6 +112,7 @@ GRAMMARS = {
     "function": function,
     "qwen3_xml": xml.qwen3_xml,
     "dsml": xml.dsml,
+    "kimi_k3": xml.kimi_k3,
     "minimax_m2": xml.minimax_m2,
     "step3": xml.step3,
     "kimi_k2": jsonlike.kimi_k2,

@@ -41,6 +41,7 @@ linear time.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from typing import NamedTuple
@@ -49,7 +50,7 @@ from ..relaxed_json import NO_VALUE, decode
 from ..toolcall import ToolCall, make_call
 from .context import Context
 
-__all__ = ["dsml", "ends_in_value", "glm", "minimax_m2", "qwen3_xml", "step3"]
+__all__ = ["dsml", "ends_in_value", "glm", "kimi_k3", "minimax_m2", "qwen3_xml", "step3"]
 
 # Tag kinds.
 _CALL, _END_CALL, _PARAM, _END_PARAM = "call", "end_call", "param", "end_param"
@@ -175,6 +176,13 @@ _GLM = _Markup(  # no call tags: the whole body is one call
     # <arg_value> was left out (plain text, then </arg_value>) starts right after its key.
     param=r"<arg_key>(?P<head>[^<>]*)</arg_key>(?:(?:\s|\\n)*<arg_value>|(?=[^<]*</arg_value>))",
     end_param=r"</arg_value\s*>",
+    newline_params=False,
+)
+_K3 = _Markup(  # Kimi K3 XTML, in <|open|>tools<|sep|> … <|close|>tools<|sep|>
+    call=r"<\|open\|>call(?P<head>\s[^<>]*)?<\|sep\|>",
+    end_call=r"<\|close\|>call<\|sep\|>",
+    param=r"<\|open\|>argument(?P<head>\s[^<>]*)?<\|sep\|>",
+    end_param=r"<\|close\|>argument<\|sep\|>",
     newline_params=False,
 )
 _AFTER_VALUE = (_PARAM, _END_CALL, _CALL)  # what may follow a value's real closing tag
@@ -404,6 +412,42 @@ def dsml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
             return []
         inner = call.inner.strip()  # V4: a JSON object of arguments instead of parameter tags
         made = make_call(tool, decode(call.inner)) if inner else _dsml_call(tool, call.params, ctx)
+        if made is None:
+            return []
+        out.append(made)
+    return out
+
+
+def kimi_k3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """Kimi K3 XTML bodies: ``<|open|>call tool="F" index="1"<|sep|>`` then ``<|open|>argument key="K"
+    type="T"<|sep|>V<|close|>argument<|sep|>…<|close|>call<|sep|>…``.
+
+    Attribute values are XML-escaped (``&amp;``, ``&quot;``). ``type="string"`` (or none): V is the string
+    as written; any other type: V is JSON (strict, then relaxed; undecodable makes the body malformed).
+    A value's closing tag ends it only where an argument or call tag (or the body's end) follows, so
+    the control tokens' text inside a value stays data. ``[]`` when malformed."""
+    calls = _Reader(body, _K3).calls()
+    if not calls:
+        return []
+    out = []
+    for call in calls:
+        tool = _tag_name(html.unescape(_attributes(call.head).get("tool", "")))
+        if tool is None or call.inner.strip():
+            return []
+        args: dict = {}
+        for param in call.params:
+            attributes = _attributes(param.head)
+            key = _param_name(html.unescape(attributes.get("key", "")))
+            if key is None:
+                return []
+            if attributes.get("type", "string").strip().lower() == "string":
+                args[key] = param.value
+            else:
+                value = decode(param.value)
+                if value is NO_VALUE:
+                    return []
+                args[key] = value
+        made = make_call(tool, args)
         if made is None:
             return []
         out.append(made)
