@@ -320,3 +320,35 @@ def test_a_long_run_of_whitespace_in_a_header_stays_linear(impl, tc, closer):
     scrubber = tc.StreamScrubber()
     out = "".join(scrubber.feed(text[i : i + 4096]) for i in range(0, len(text), 4096)) + scrubber.flush()
     assert (out, [(c.name, c.arguments) for c in scrubber.calls]) == ("", [("f", "{}")])
+
+
+# Calls as CanIToolCall's gpt-oss fixtures take them from llama.cpp's and vLLM's tests: on the analysis channel
+# (llamacpp-recipient-in-channel-analysis), and a call message closed by <|end|> where <|call|> belongs
+# (vllm-preamble-call-end-terminated); each whole and in any split
+SPECIAL = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in ("special_function", "get_weather")
+]
+ANALYSIS_CALL = '<|channel|>analysis to=functions.special_function<|message|>{"arg1": 1}'
+END_CLOSED = (
+    "<|channel|>commentary<|message|>Let me check the weather.<|end|><|start|>assistant to=functions.get_weather"
+    '<|channel|>commentary<|message|>{"location": "SF"}<|end|>'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "call"),
+    [
+        (ANALYSIS_CALL, "", ("special_function", {"arg1": 1})),
+        (END_CLOSED, "Let me check the weather.", ("get_weather", {"location": "SF"})),
+    ],
+)
+def test_analysis_channel_and_end_closed_calls(impl, tc, text, content, call):
+    p = tc.parse(text, tools=SPECIAL)
+    assert (p.content, [(c.name, json.loads(c.arguments)) for c in p.calls]) == (content, [call])
+    for cut in range(len(text) + 1):
+        out, _, calls, _ = feed_in_pieces(impl, text, [cut], tools=SPECIAL)
+        assert (out.strip(), [(n, json.loads(a)) for n, a in calls]) == (content, [call])
+    # the analysis channel without a recipient is still reasoning
+    thought = tc.parse("<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>final<|message|>Hi")
+    assert (thought.reasoning, thought.content, thought.calls) == ("plan", "Hi", [])

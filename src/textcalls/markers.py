@@ -181,6 +181,8 @@ BLOCKS: tuple[Block, ...] = (
         # recipient first: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{ARGS}<|call|>
         Block("harmony", "<|channel|>commentary", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
         Block("harmony", "<|start|>assistant", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
+        # a call on the analysis channel (llama.cpp's tests): <|channel|>analysis to=functions.NAME<|message|>{…}
+        Block("harmony", "<|channel|>analysis", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
     )
     + tuple(Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS)
     + (

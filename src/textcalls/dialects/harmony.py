@@ -33,6 +33,7 @@ _GLUED = ("json", "commentary")
 #: What may follow the recipient in a text-form header: the channel, the constraint, the content type.
 _TEXT_TAIL = re.compile(r"(?:<\|channel\|>\s*commentary\s*)?(?:<\|constrain\|>\s*)?(?:json\s*)?")
 _TEXT_PREFIX = "functions."
+_ENDS = ("<|end|>", "<|return|>")
 
 
 def harmony(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -117,5 +118,7 @@ def _call(name: str | None, args_text: str) -> ToolCall | None:
     """The call of ``name`` with the JSON object in ``args_text`` as its arguments (strict, then the
     conservative repairs; empty is ``{}``), or ``None``."""
     text = args_text.strip()
+    if text.endswith(_ENDS):  # a call message closed by <|end|> (or <|return|>) where <|call|> belongs
+        text = text[: text.rindex("<|")].rstrip()
     # the name stripped: "get " before a channel word
     return as_written(name, text) or make_call(name, decode(text) if text else {})
