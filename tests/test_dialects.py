@@ -540,3 +540,27 @@ def test_kimi_k3_in_any_split(mod, data, text):
     assert feed_in_pieces(mod, text, cuts, reasoning_started=True) == feed_in_pieces(
         mod, text, [], reasoning_started=True
     )
+
+
+GET_TIME = [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}]
+
+
+@pytest.mark.parametrize(
+    ("text", "tools", "content", "calls"),
+    [
+        # GLM-4.7's call without arguments (CanIToolCall glm/glm47-vllm-content-before-no-space): the body is the
+        # name alone, a call when it names an offered tool
+        ("Checking.<tool_call>get_time</tool_call>", GET_TIME, "Checking.", [("get_time", {})]),
+        ("  \n  <tool_call>get_time</tool_call>", GET_TIME, "", [("get_time", {})]),
+        # a lone word that names no offered tool, or without tools, is no call (the block is removed, malformed)
+        ("Checking.<tool_call>rm</tool_call>", GET_TIME, "Checking.", []),
+        ("Checking.<tool_call>get_time</tool_call>", None, "Checking.", []),
+    ],
+)
+def test_a_glm_call_without_arguments_is_its_offered_name(impl, tc, text, tools, content, calls):
+    p = tc.parse(text, tools=tools)
+    assert (p.content, [(c.name, json.loads(c.arguments)) for c in p.calls]) == (content, calls)
+    assert p.malformed == (0 if calls else 1)
+    for cut in range(len(text) + 1):
+        out, _, streamed, _ = feed_in_pieces(impl, text, [cut], tools=tools)
+        assert (out.strip(), [n for n, _ in streamed]) == (content, [n for n, _ in calls])

@@ -28,7 +28,8 @@ _NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
 def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """``<tool_call>`` bodies, by their shape: a JSON call object or an array of them (Granite 3.1),
     Qwen3-Coder XML (``<function=…>``), or GLM (``NAME<arg_key>…``, or ``NAME`` and a line break: a
-    call without arguments — a lone word is not enough). When the opener names the tool
+    call without arguments; a lone word only when it names an offered tool: GLM-4.7's
+    ``<tool_call>get_time</tool_call>``). When the opener names the tool
     (``<tool_call id="…" name="NAME">``) a body that is empty or an object is its arguments."""
     first = _NONBLANK.search(body)  # body.strip() is body[lo:hi] (found without copying a big body)
     lo = first.start() if first else len(body)
@@ -42,7 +43,9 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return jsonlike.json_calls(opener, body, ctx)
     if body.startswith("<function=", lo):
         return xml.qwen3_xml(opener, body, ctx)
-    if body.find("<arg_key>", lo, hi) >= 0 or (_GLM_NAME.fullmatch(body, lo, hi) and body.startswith("\n", hi)):
+    if body.find("<arg_key>", lo, hi) >= 0 or (
+        _GLM_NAME.fullmatch(body, lo, hi) and (body.startswith("\n", hi) or (ctx.has_tools and ctx.known(body[lo:hi])))
+    ):
         return xml.glm(opener, body, ctx)
     return jsonlike.hermes_json(opener, body, ctx)
 
