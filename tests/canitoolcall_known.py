@@ -31,7 +31,6 @@ KNOWN = {
     "mistral/v13think-marker-in-arguments": "expected_match: reasoning differs",
     "qwen3-xml/coder-marker-in-arguments": 'expected_match: tool_calls[0].arguments: expected \'{"path": "x.md", "content": "Close ; content differs',
     "qwen3-xml/q38-tool-call-token-in-arguments": "expected_match: tool_calls: expected ['write_file'], got []; content differs",
-    "qwen3-xml/vllm-coder-anyof-coercion": 'expected_match: tool_calls[0].arguments: expected \'{"anyof_int": 5, "anyof_str": "hell',
 }
 
 ONLY_STREAMED_ARGUMENTS = {

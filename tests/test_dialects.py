@@ -564,3 +564,36 @@ def test_a_glm_call_without_arguments_is_its_offered_name(impl, tc, text, tools,
     for cut in range(len(text) + 1):
         out, _, streamed, _ = feed_in_pieces(impl, text, [cut], tools=tools)
         assert (out.strip(), [n for n, _ in streamed]) == (content, [n for n, _ in calls])
+
+
+ANYOF = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {  # Pydantic's Optional fields, as vLLM's Qwen3-Coder tests write them
+                    "n": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 5},
+                    "s": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    "a": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+                    "o": {"oneOf": [{"type": "object"}, {"type": "null"}]},
+                    "m": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+                },
+            },
+        },
+    }
+]
+
+
+def test_xml_values_are_typed_through_anyof_and_oneof(impl, tc):
+    text = (
+        "<tool_call>\n<function=f>\n<parameter=n>\n5\n</parameter>\n<parameter=s>\nhello\n</parameter>\n"
+        '<parameter=a>\n["a", "b"]\n</parameter>\n<parameter=o>\n{"k": "v"}\n</parameter>\n<parameter=m>\n'
+        "some text\n</parameter>\n</function>\n</tool_call>"
+    )
+    (call,) = tc.parse(text, tools=ANYOF).calls
+    assert json.loads(call.arguments) == {"n": 5, "s": "hello", "a": ["a", "b"], "o": {"k": "v"}, "m": "some text"}
+    # a value no member's type takes stays the string written
+    (call,) = tc.parse(text.replace("\n5\n", "\nfive\n"), tools=ANYOF).calls
+    assert json.loads(call.arguments)["n"] == "five"

@@ -50,12 +50,29 @@ class Context:
         if not self._params:
             return text
         schema = self._params.get(tool, {}).get(param)
-        types = schema.get("type") if isinstance(schema, dict) else None
-        for t in types if isinstance(types, list) else [types]:
+        for t in _kinds(schema):
             typed = _convert(t, text.strip())
             if typed is not NO_VALUE:
                 return typed
         return text
+
+
+def _kinds(schema) -> list:
+    """The JSON types a parameter's ``schema`` allows, in order: its ``type`` (a name or a list), else the
+    types of its ``anyOf`` / ``oneOf`` members (Pydantic writes ``Optional[int]`` as ``anyOf: [{type:
+    integer}, {type: null}]``), one level deep."""
+    if not isinstance(schema, dict):
+        return []
+    kind = schema.get("type")
+    if kind is not None:
+        return kind if isinstance(kind, list) else [kind]
+    out: list = []
+    for key in ("anyOf", "oneOf"):
+        members = schema.get(key)
+        for member in members if isinstance(members, list) else ():
+            member_kind = member.get("type") if isinstance(member, dict) else None
+            out += member_kind if isinstance(member_kind, list) else [member_kind]
+    return out
 
 
 def _convert(kind, text: str):
