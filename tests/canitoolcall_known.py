@@ -8,8 +8,6 @@ where the fixture wants what the option off gives (no call, the text as content)
 KNOWN = {
     "deepseek/v4-marker-in-arguments": "expected_match: tool_calls: expected ['echo'], got []; content differs",
     "deepseek/v41-marker-in-arguments": "expected_match: tool_calls: expected ['echo'], got []; content differs",
-    "gemma4/bug-ollama-18390-key-with-spaces": "expected_match: tool_calls: expected ['create_workflow'], got []",
-    "gemma4/edge-values-key-with-space": "expected_match: tool_calls: expected ['record'], got []",
     "gemma4/marker-in-arguments": "expected_match: tool_calls: expected ['echo'], got []; content differs",
     "glm/glm45-marker-in-arguments": "expected_match: tool_calls: expected ['write_file'], got []; content differs",
     "glm/glm47-marker-in-arguments": "expected_match: tool_calls: expected ['write_file'], got []; content differs",

@@ -597,3 +597,23 @@ def test_xml_values_are_typed_through_anyof_and_oneof(impl, tc):
     # a value no member's type takes stays the string written
     (call,) = tc.parse(text.replace("\n5\n", "\nfive\n"), tools=ANYOF).calls
     assert json.loads(call.arguments)["n"] == "five"
+
+
+def test_a_gemma_key_with_spaces_is_read(impl, tc):
+    # Gemma 4 writes a schema's key as it is (CanIToolCall gemma4/edge-values-key-with-space, from Ollama #18390):
+    # the call was dropped whole
+    text = (
+        '<|tool_call>call:record{flag:false,key with space:1.5e-05,none:null,obj:{a:[1,<|"|>t<|"|>],B:1},'
+        's:<|"|>x,y} "q"<|"|>}<tool_call|>'
+    )
+    (call,) = tc.parse(text).calls
+    assert json.loads(call.arguments) == {
+        "flag": False,
+        "key with space": 1.5e-05,
+        "none": None,
+        "obj": {"a": [1, "t"], "B": 1},
+        "s": 'x,y} "q"',
+    }
+    # a space before the colon is no part of the key; two words with no colon are malformed
+    assert json.loads(tc.parse("<|tool_call>call:f{a b :1}<tool_call|>").calls[0].arguments) == {"a b": 1}
+    assert tc.parse("<|tool_call>call:f{a b}<tool_call|>").calls == []

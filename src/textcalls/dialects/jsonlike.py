@@ -617,7 +617,7 @@ def _object_end(text: str, pos: int) -> int:
 def gemma4(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """Gemma 4 ``call:NAME{key:<|"|>text<|"|>,n:42,on:true,obj:{…},list:[…]}``, one or more.
 
-    Keys are bare (or quoted); a ``<|"|>``-delimited value is a string taken verbatim (no
+    Keys are bare (words, single spaces between them allowed) or quoted; a ``<|"|>``-delimited value is a string taken verbatim (no
     escapes), numbers, ``true``, ``false`` and ``null`` are as in JSON, a JSON ``"…"`` string
     is accepted too. Types come from the text, never from the schema. Calls may follow each
     other in one block (SGLang's streaming parser reads them so). Anything else — a bare word
@@ -636,7 +636,8 @@ def function_gemma(opener: str, body: str, ctx: Context) -> list[ToolCall] | Non
 
 _CALL_HEAD = re.compile(r"call:\s*(?P<name>[^\s{}\[\],:<>\"']+)\s*\{")
 _SPACE = re.compile(r"\s*")
-_BARE_KEY = re.compile(r"[^\s:,{}\[\]<>\"']+")
+#: a bare key: words, with single spaces between them (``key with space:1``, as Gemma 4 writes a schema's key)
+_BARE_KEY = re.compile(r"[^\s:,{}\[\]<>\"']+(?: [^\s:,{}\[\]<>\"']+)*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _LITERAL = re.compile(r"true|false|null")
