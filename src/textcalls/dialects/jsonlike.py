@@ -618,8 +618,8 @@ def gemma4(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """Gemma 4 ``call:NAME{key:<|"|>text<|"|>,n:42,on:true,obj:{…},list:[…]}``, one or more.
 
     Keys are bare (words, single spaces between them allowed) or quoted; a ``<|"|>``-delimited
-    value is a string taken verbatim (no escapes), numbers, ``true``, ``false`` and ``null`` are as in JSON, a JSON ``"…"`` string
-    is accepted too. Types come from the text, never from the schema. Calls may follow each
+    value is a string taken verbatim (no escapes), numbers, ``true``, ``false`` and ``null`` are as in
+    JSON, a JSON ``"…"`` string is accepted too. Types come from the text, never from the schema. Calls may follow each
     other in one block (SGLang's streaming parser reads them so). Anything else — a bare word
     value, an unterminated string, a missing brace — makes the block ``[]``.
     """
