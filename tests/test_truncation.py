@@ -202,3 +202,69 @@ def test_parse_says_the_same(impl, text):
         [],
     )
     assert parse(text, tools=[RUN]).calls == []  # not cut: still no call (a value cut is never closed)
+
+
+# --- a streamed Messages answer cut by max_tokens ------------------------------------------------------------
+
+from .gateway_support.api_upstream import message_events, sse  # noqa: E402
+from .test_api_stream_arguments import messages_client, messages_view  # noqa: E402, F401 (a fixture)
+
+# complete but for its closer: a call when the message simply ended there (the closer a stripped token), no call
+# when the output was cut there
+ENDS_OPEN = 'Running it.<tool_call>{"name": "run", "arguments": {"command": "ls"}}'
+M_TOOLS = [M_RUN]
+
+
+@pytest.mark.parametrize("stop", ["end_turn", "max_tokens"])
+@pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
+def test_a_streamed_messages_answer_cut_by_max_tokens_has_no_call(impl, messages_client, stop, step):  # noqa: F811
+    from textcalls.messages_api import MessagesRecovery
+
+    events = message_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
+    for e in events:
+        if e["type"] == "message_delta":
+            e["delta"]["stop_reason"] = stop
+    machine = MessagesRecovery(native=False, has_tools=True, tools=M_TOOLS)
+    out = [new for e in events for new in machine.push(e)] + machine.close()
+    final, _ = messages_view(messages_client, sse(out))
+    calls = [(b.name, b.input) for b in final.content if b.type == "tool_use"]
+    text = "".join(b.text for b in final.content if b.type == "text")
+    if stop == "max_tokens":
+        assert (calls, final.stop_reason, machine.recovered) == ([], "max_tokens", 0)
+    else:
+        assert (calls, final.stop_reason, machine.recovered) == ([("run", {"command": "ls"})], "tool_use", 1)
+    assert text == "Running it."
+
+
+from .gateway_support.api_upstream import response_events  # noqa: E402
+from .test_api_stream_arguments import responses_client, responses_view  # noqa: E402, F401 (a fixture)
+
+
+@pytest.mark.parametrize("cut", [False, True])
+@pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
+def test_a_streamed_responses_answer_cut_by_max_output_tokens_has_no_call(impl, responses_client, cut, step):  # noqa: F811
+    from textcalls.responses_api import ResponsesRecovery
+
+    events = response_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
+    if cut:
+        final = events[-1]
+        final["type"] = "response.incomplete"
+        final["response"] = {
+            **final["response"],
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+        }
+    machine = ResponsesRecovery(native=False, has_tools=True, tools=[R_RUN])
+    out = [new for e in events for new in machine.push(e)] + machine.close()
+    if cut:  # the SDK's stream helper wants response.completed: the final response is the incomplete event's
+        responses_client.body = sse(out)
+        with responses_client.client.responses.stream(model="m", input="hi") as stream:
+            (response,) = [e.response for e in stream if e.type == "response.incomplete"]
+    else:
+        response, _ = responses_view(responses_client, sse(out))
+    calls = [(o.name, json.loads(o.arguments)) for o in response.output if o.type == "function_call"]
+    assert response.output_text == "Running it."
+    if cut:
+        assert (calls, response.status, machine.recovered) == ([], "incomplete", 0)
+    else:
+        assert (calls, response.status, machine.recovered) == ([("run", {"command": "ls"})], "completed", 1)

@@ -126,7 +126,7 @@ class TextPart:
     analysis channel; ``<think>`` with the ``reasoning`` dialect on) is dropped: these APIs carry reasoning
     in items and blocks of their own, which recovery does not invent."""
 
-    __slots__ = ("scrubber", "shown", "done", "item_id", "open", "streaming")
+    __slots__ = ("scrubber", "shown", "done", "item_id", "open", "streaming", "_flushed_from", "_kept")
 
     def __init__(self, options: Options, item_id: object = None) -> None:
         self.scrubber = _scan.impl.StreamScrubber(options=options)
@@ -135,6 +135,8 @@ class TextPart:
         self.item_id = item_id
         self.open = False  # stream_arguments: a call of its scrubber started and has not ended
         self.streaming = False  # and the client was sent its start (the gate allowed it)
+        self._flushed_from = 0  # how many calls the scrubber had when it was flushed
+        self._kept: list[ToolCall] | None = None  # ``cut``: the part's calls (else the scrubber's)
 
     def feed(self, text: str) -> str:
         shown = self.scrubber.feed(text)
@@ -144,6 +146,7 @@ class TextPart:
 
     def flush(self, truncated: bool = False) -> str:
         self.done = True
+        self._flushed_from = len(self.scrubber.calls)
         tail = self.scrubber.flush(truncated)
         self.scrubber.take_reasoning()
         self.shown.append(tail)
@@ -153,9 +156,15 @@ class TextPart:
     def text(self) -> str:
         return "".join(self.shown)
 
+    def cut(self) -> None:
+        """The output was found cut (``max_tokens``) after the part was flushed as not cut: the calls its flush
+        gave (from the block it ended inside: anything but a bare JSON call, complete as written) are dropped."""
+        calls = list(self.scrubber.calls)
+        self._kept = calls[: self._flushed_from] + [c for c in calls[self._flushed_from :] if c.dialect == "bare_json"]
+
     @property
     def calls(self) -> list[ToolCall]:
-        return self.scrubber.calls
+        return self.scrubber.calls if self._kept is None else self._kept
 
 
 def scrub_whole(text: str, options: Options, truncated: bool = False) -> tuple[str, list[ToolCall]]:

@@ -194,6 +194,7 @@ class MessagesRecovery(EventMachine):
         self._open: dict[int, int | None] = {}
         self._inserted = 0
         self._tool: tuple[int, _JsonPrefix, list[str]] | None = None
+        self._max_tokens = False  # the message_delta said max_tokens
 
     def push(self, event: dict) -> list:
         """Take the next event; return the events to send in its place (maybe none)."""
@@ -211,6 +212,9 @@ class MessagesRecovery(EventMachine):
         if self._moves is not None:
             return self._streamed(event, kind, index)
         if kind in ("message_delta", "message_stop"):
+            delta = event.get("delta")
+            if kind == "message_delta" and isinstance(delta, dict) and delta.get("stop_reason") == "max_tokens":
+                self._cut_last()
             before = self._end()
             if not before and not self.recovered:
                 return [event]
@@ -270,13 +274,22 @@ class MessagesRecovery(EventMachine):
             return out
         return out[: next(i for i, e in enumerate(out) if e.get("type") == "error") + 1]
 
+    def _cut_last(self) -> None:
+        """The output was cut by ``max_tokens``: the last block, if it is text and was flushed at its
+        ``content_block_stop`` (not knowing the cut), keeps none of the calls its end gave (``TextPart.cut``); one
+        not stopped yet is flushed as cut by ``_end``."""
+        part = self._blocks.get(self._last)
+        if part is not None and part.done:
+            part.cut()
+        self._max_tokens = True
+
     def _end(self) -> list:
         """The held tails of open text blocks, then the recovered calls' blocks."""
         self._ended = True
         out = []
         for index, part in sorted(self._blocks.items()):
             if not part.done:
-                tail = part.flush()
+                tail = part.flush(self._max_tokens and index == self._last)
                 if tail:
                     out.append(_text_delta(index, tail))
         for call in self._gated_calls(self._blocks):

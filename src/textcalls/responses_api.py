@@ -277,8 +277,17 @@ class ResponsesRecovery(EventMachine):
 
     def _final(self, event: dict, before: list) -> dict:
         self._ended = True
-        self._flush_all(before)
         response = event.get("response")
+        details = response.get("incomplete_details") if isinstance(response, dict) else None
+        if isinstance(details, dict) and details.get("reason") == "max_output_tokens" and self._parts:
+            # cut: the last text part's end never came. Flushed already (its done events came first, before the
+            # cut was known): the calls its end gave are dropped; else it is flushed as cut
+            (at, ci), part = max(self._parts.items())
+            if part.done:
+                part.cut()
+            else:
+                self._flush(at, ci, part, before, truncated=True)
+        self._flush_all(before)
         output = response.get("output") if isinstance(response, dict) else None
         if isinstance(output, list):
             for i, item in enumerate(output):
@@ -300,11 +309,11 @@ class ResponsesRecovery(EventMachine):
 
     # -- helpers ------------------------------------------------------------------------------------
 
-    def _flush(self, output_index, content_index, part: TextPart, before: list) -> None:
-        """End a part: its held tail goes out as one more delta."""
+    def _flush(self, output_index, content_index, part: TextPart, before: list, truncated: bool = False) -> None:
+        """End a part (``truncated``: cut by ``max_output_tokens``): its held tail goes out as one more delta."""
         if part.done:
             return
-        tail = part.flush()
+        tail = part.flush(truncated)
         if tail:
             before.append(
                 {
