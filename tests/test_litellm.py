@@ -512,3 +512,37 @@ def test_a_litellm_proxy_with_the_callback_recovers_for_the_openai_sdk(tmp_path)
             assert [t.function.name for t in message.tool_calls] == ["lookup", "get_weather", "get_time"]
     finally:
         loop.close(runner)
+
+
+# --- cut by max_tokens (issue 26) ----------------------------------------------------------------------------
+
+# a Hermes call complete but for its closer: a call where the message just ended there, none where it was cut
+ENDS_OPEN = 'Running it.<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize("finish", ["stop", "length"])
+def test_a_response_cut_by_max_tokens_has_no_call_and_keeps_length(impl, finish):
+    message = {"role": "assistant", "content": ENDS_OPEN}
+    response = completion({"model": "m", "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+    sdk = ChatCompletion.model_validate(json.loads(success({"tools": TOOLS}, response).model_dump_json()))
+    choice = sdk.choices[0]
+    assert choice.message.content == "Running it."
+    if finish == "length":
+        assert (choice.message.tool_calls, choice.finish_reason) == (None, "length")
+    else:
+        assert [(t.function.name, json.loads(t.function.arguments)) for t in choice.message.tool_calls] == [
+            ("get_weather", {"city": "Paris"})
+        ]
+        assert choice.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("finish", ["stop", "length"])
+def test_a_stream_cut_by_max_tokens_has_no_call_and_keeps_length(impl, finish):
+    pieces = [ENDS_OPEN[i : i + 5] for i in range(0, len(ENDS_OPEN), 5)]
+    items = [chunk(p) for p in pieces] + [chunk(finish=finish)]
+    content, calls, last = gather(wire(through(items, {"tools": TOOLS})), 0)
+    assert content == "Running it."
+    if finish == "length":
+        assert (calls, last) == ([], "length")
+    else:
+        assert ([(n, a) for _, n, a in calls], last) == ([("get_weather", {"city": "Paris"})], "tool_calls")
