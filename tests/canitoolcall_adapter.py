@@ -25,8 +25,10 @@ from canitoolcall.results import ParsedToolCall, ParseResult, StreamAccumulator
 from textcalls.openai import recover_response
 from textcalls.stream import recover_stream
 
+from .gateway_support.upstream import cut
+
 #: the character splits every fixture is streamed in: whole, one character a delta, and seeded random
-#: runs of 1-8 characters (canitoolcall's ``char:<seed>``)
+#: runs of 1-12 characters (``gateway_support.upstream.cut``)
 SPLITS = ("one", "char:0", "char:1", "char:2", "char:3")
 
 # what a generation prompt ends with when it leaves a reasoning span open
@@ -64,15 +66,7 @@ def split_text(text: str, split: str) -> list[str]:
     if split == "one":
         return [text] if text else []
     seed = int(split.split(":")[1])
-    if seed == 0:
-        return list(text)
-    rng = random.Random(seed)
-    pieces, i = [], 0
-    while i < len(text):
-        n = rng.randint(1, 8)
-        pieces.append(text[i : i + n])
-        i += n
-    return pieces
+    return list(text) if seed == 0 else cut(text, random.Random(seed))
 
 
 def _result(content: Any, reasoning: Any, calls: list[tuple[str, Any]]) -> ParseResult:

@@ -61,14 +61,18 @@ def test_a_cut_answer_is_no_call_and_says_length(impl, proxies, model, on):
     assert (choice.message.content, choice.message.tool_calls, choice.finish_reason) == ("Running it.", None, "length")
 
 
+def cut_stream(client, model: str, seed: int):
+    """The proxy's stream of ``model`` (cut by max_tokens), its deltas in the splits ``seed`` draws."""
+    return client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "clean up"}], tools=[RUN], stream=True, seed=seed
+    )
+
+
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_cut_stream_without_the_option_gives_its_text_and_length(impl, proxies, model, seed):
-    stream = proxies[False].chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "clean up"}], tools=[RUN], stream=True, seed=seed
-    )
     state = ChatCompletionStreamState()
-    for chunk in stream:
+    for chunk in cut_stream(proxies[False], model, seed):
         state.handle_chunk(chunk)
     with pytest.raises(openai.LengthFinishReasonError):  # the SDK's own refusal of a cut answer
         state.get_final_completion()
@@ -80,12 +84,9 @@ def test_a_cut_stream_without_the_option_gives_its_text_and_length(impl, proxies
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_cut_stream_with_the_option_is_withdrawn_and_the_sdk_raises(impl, proxies, model, seed):
-    stream = proxies[True].chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "clean up"}], tools=[RUN], stream=True, seed=seed
-    )
     state = ChatCompletionStreamState()
     with pytest.raises(openai.APIError, match="abandoned"):
-        for chunk in stream:
+        for chunk in cut_stream(proxies[True], model, seed):
             state.handle_chunk(chunk)
     # what had come before the error: a call started, its arguments never a complete JSON object
     snapshot = state.current_completion_snapshot.choices[0].message
@@ -101,18 +102,23 @@ CUT_XML = "Running it.\n<tool_call>\n<function=run>\n<parameter=command>\nrm -rf
 DONE = '<tool_call>{"name": "run", "arguments": {"command": "ls"}}</tool_call> Running it.'
 
 
-@pytest.mark.parametrize("text", [CUT_JSON, CUT_XML])
-def test_a_cut_chat_completion_has_no_call(impl, text):
-    response = {
-        "id": "c",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
-    }
-    out = openai.types.chat.ChatCompletion.model_validate(
+def chat_completion(text: str, finish: str) -> dict:
+    message = {"role": "assistant", "content": text}
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    return {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice]}
+
+
+def recovered(response: dict):
+    """``recover_response`` of ``response`` (prompt-guided, RUN offered), read by the openai SDK's type."""
+    return openai.types.chat.ChatCompletion.model_validate(
         recover_response(response, native=False, has_tools=True, tools=[RUN])
     )
+
+
+@pytest.mark.parametrize("text", [CUT_JSON, CUT_XML])
+def test_a_cut_chat_completion_has_no_call(impl, text):
+    response = chat_completion(text, "length")
+    out = recovered(response)
     assert (out.choices[0].message.content, out.choices[0].message.tool_calls) == ("Running it.", None)
     assert out.choices[0].finish_reason == "length"
     # not cut, the JSON body stays text (a body cut in a value is never repaired) and so does the XML one
@@ -122,17 +128,7 @@ def test_a_cut_chat_completion_has_no_call(impl, text):
 
 
 def test_a_call_finished_before_the_cut_stays_and_the_finish_stays_length(impl):
-    text = DONE + ' <tool_call>{"name": "run", "arguments": {"command": "rm -rf /'
-    response = {
-        "id": "c",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
-    }
-    out = openai.types.chat.ChatCompletion.model_validate(
-        recover_response(response, native=False, has_tools=True, tools=[RUN])
-    )
+    out = recovered(chat_completion(DONE + ' <tool_call>{"name": "run", "arguments": {"command": "rm -rf /', "length"))
     ((call,),) = [out.choices[0].message.tool_calls]
     assert (call.function.name, json.loads(call.function.arguments)) == ("run", {"command": "ls"})
     assert (out.choices[0].message.content, out.choices[0].finish_reason) == ("Running it.", "length")
