@@ -521,3 +521,19 @@ def test_the_sdks_stream_helper_gets_argument_deltas_through_the_proxy(impl, str
         arguments,
         "tool_calls",
     )
+
+
+@pytest.mark.parametrize("step", [1, 7, 10_000])
+def test_nothing_follows_the_withdrawal_in_sse_bytes(impl, step):
+    # after the error event: no later event, not an oversized one passed through unread, not an incomplete
+    # event left at the close, not [DONE]
+    first = '<tool_call>{"name": "f", "arguments": {"a": 1, '
+    text = first + '<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>'
+    body = sse_bytes(chunks_of(text, [len(first), len(text)]))
+    big = b"data: " + json.dumps(chunk({"content": "x" * 600})).encode() + b"\r\n\r\n"
+    body = body.replace(b"data: [DONE]\n\n", big + b"data: [DONE]\n\ndata: {")
+    recovery = SSERecovery(native=True, has_tools=True, tools=TOOLS, stream_arguments=True, max_event=300)
+    out = b"".join(recovery.feed(body[i : i + step]) for i in range(0, len(body), step)) + recovery.close()
+    assert recovery.failed and out.endswith(b"\n\n")
+    last = out[out.rindex(b"data: ") :]
+    assert json.loads(last[6:]) == abandoned_error_chunk() and b"xxxx" not in out and b"[DONE]" not in out

@@ -87,7 +87,8 @@ class SSEFraming:
             return b""
         self._closed = True
         out = self._flush()
-        out.append(bytes(self._buf))
+        if not self._stopped():  # (after the error event nothing goes out, an incomplete event neither)
+            out.append(bytes(self._buf))
         self._buf.clear()
         return b"".join(out)
 
@@ -117,6 +118,14 @@ class SSEFraming:
         return lines, b"\n".join(data) if data else None
 
     def _feed(self, data: bytes) -> bytes:
+        if self._stopped():  # the stream ended with an error event: nothing more goes out (but the LF that
+            # completes the CR LF ending the error event itself)
+            end = self._lf if self._lf is not None and data and data[0] == 0x0A else b""
+            if data:
+                self._lf = None
+            self._buf.clear()
+            self._over = None
+            return end
         out: list = []
         if self._lf is not None and data:
             if data[0] == 0x0A:
@@ -135,6 +144,9 @@ class SSEFraming:
                 out.append(_BOM)
                 del buf[:3]
         self._events(out)
+        if self._stopped():  # an event here ended the stream with an error event: the rest is dropped
+            buf.clear()
+            return b"".join(out)
         if _size(buf, len(buf)) > self.max_event:  # the event can only be oversized: pass it through
             self._over = bytes(buf[-3:])
             out.append(bytes(buf))
