@@ -683,7 +683,6 @@ class CallEvents:
         "_id",
         "_name",
         "_sent",
-        "_last",
         "_pending",
         "_depth",
         "_in_str",
@@ -706,7 +705,6 @@ class CallEvents:
         self._id = ""
         self._name = ""
         self._sent: list[str] = []  # the pieces sent
-        self._last = ""  # the arguments' last character so far: held until the block's end (``_send``)
         self._pending = ""  # arguments text not sent yet: an escape still incomplete
         self._depth = 0
         self._in_str = False
@@ -797,7 +795,6 @@ class CallEvents:
         self._id = new_call_id() if call_id is None else call_id
         self._name = name
         self._sent = []
-        self._last = ""
         self._pending = ""
         self._depth = 0
         self._in_str = False
@@ -849,10 +846,9 @@ class CallEvents:
 
     def _send_end(self, piece: str) -> None:
         """Send ``piece``, which ends the arguments object, but for its last character (the object's ``}``):
-        that one waits for the block's end (``close`` sends it once the block ended as this call). So the pieces
-        of a call that is then abandoned never join into JSON, and a strict client cannot run them."""
+        that one waits for the block's end (``close`` sends the arguments past the pieces once the block ended
+        as this call). So the pieces of a call that is then abandoned never join into JSON."""
         self._send(piece[:-1])
-        self._last = piece[-1:]
 
     def close(self, calls: list[ToolCall] | None) -> None:
         """The open block ended; ``calls`` are the calls taken from it (``None``: none taken)."""
@@ -870,8 +866,7 @@ class CallEvents:
         ):
             self._abandon()
             return
-        self._last = ""  # (held: part of what follows ``sent``)
-        self._send(call.arguments[len(sent) :])
+        self._send(call.arguments[len(sent) :])  # (the held "}" among them)
         if call.id != self._id:
             self._calls[self._index] = ToolCall(call.name, call.arguments, id=self._id, dialect=call.dialect)
         self.events.append(("ended", self._index))

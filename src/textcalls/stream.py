@@ -36,24 +36,13 @@ def abandoned_error_chunk() -> dict:
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
-    __slots__ = (
-        "scrubber",
-        "active",
-        "upstream",
-        "recovered",
-        "abandoned",
-        "next_index",
-        "held",
-        "midline",
-        "streaming",
-    )
+    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held", "midline", "streaming")
 
     def __init__(self, options: Options) -> None:
         self.scrubber = _scan.impl.StreamScrubber(options=options)
         self.active = False  # False: settled, behaves exactly like a fresh choice (see ChunkRecovery)
         self.upstream: dict = {}  # structured call index as sent -> index as forwarded
         self.recovered = 0  # downstream tool_calls indexes taken by recovered calls (streamed ones included)
-        self.abandoned = 0  # of those, calls streamed in pieces and then abandoned
         self.next_index = 0  # first downstream tool_calls index not used yet
         self.held: dict | None = None  # downstream index -> _Held: structured calls held for repair
         # settled, and its scrubber known to be mid-line: a text without a line ending fed to it on the
@@ -193,7 +182,6 @@ class ChunkRecovery:
         if self.failed:  # the stream ended with the abandonment's error
             _check_chunk(chunk)
             return []
-        recovered = self.recovered  # (what the client got: restored if this chunk withdraws the answer)
         choices = _check_chunk(chunk)
         if not choices:
             return [chunk]
@@ -223,12 +211,13 @@ class ChunkRecovery:
                 content = delta.get("content")
                 if isinstance(content, str) and content:
                     self._template = chunk
+                    recovered = self.recovered  # (what the client got: restored if this withdraws the answer)
                     fed = self._scrub(state, content)
-                    if fed is None:
-                        return [chunk]
                     if self.failed:
                         self.recovered = recovered
                         return [abandoned_error_chunk()]
+                    if fed is None:
+                        return [chunk]
                     if (
                         not fed[0]
                         and not fed[1]
@@ -241,6 +230,7 @@ class ChunkRecovery:
                         return [self._synthetic(chunk, index, {"tool_calls": group}) for group in fed[2]]
         self._room(choices)
         self._template = chunk
+        recovered = self.recovered
         before: list[dict] = []
         after: list[dict] = []
         main_choices = []
@@ -392,9 +382,8 @@ class ChunkRecovery:
         if thought:
             base = delta if new_delta is None else new_delta
             new_delta = {**base, REASONING_KEY: (base.get(REASONING_KEY) or "") + thought}
-        # a cut output (``length``) keeps its finish_reason, and a call the client holds only abandoned
-        # (started in pieces, never ended) does not make one ``tool_calls``
-        recovered = finish is not None and finish != "length" and state.recovered > state.abandoned
+        # a cut output (``length``) keeps its finish_reason (an abandoned call ends the stream: see push)
+        recovered = finish is not None and finish != "length" and state.recovered
         if new_delta is None and not recovered:
             return choice
         new = {**choice, "delta": new_delta if new_delta is not None else delta}
@@ -537,7 +526,6 @@ class ChunkRecovery:
                     taken = index + 1
                 else:
                     self.abandoned += 1
-                    state.abandoned += 1
                     self.failed = True
                 state.streaming = None
         if len(calls) > taken:
