@@ -264,3 +264,61 @@ def test_a_streamed_responses_answer_cut_by_max_output_tokens_has_no_call(impl, 
         assert (calls, response.status, machine.recovered) == ([], "incomplete", 0)
     else:
         assert (calls, response.status, machine.recovered) == ([("run", {"command": "ls"})], "completed", 1)
+
+
+# --- the same with stream_arguments: the call went out (whole or ended) at the text block's end, before the cut
+# was known; it cannot be taken back: Messages withdraws the answer, Responses marks the item incomplete
+
+
+@pytest.mark.parametrize("stop", ["end_turn", "max_tokens"])
+@pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
+def test_with_the_option_a_messages_answer_cut_after_its_call_went_out_is_withdrawn(
+    impl,
+    messages_client,  # noqa: F811 (the imported fixture)
+    stop,
+    step,
+):
+    from textcalls.messages_api import MessagesRecovery, abandoned_error
+
+    events = message_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
+    for e in events:
+        if e["type"] == "message_delta":
+            e["delta"]["stop_reason"] = stop
+    machine = MessagesRecovery(native=False, has_tools=True, tools=M_TOOLS, stream_arguments=True)
+    out = [new for e in events for new in machine.push(e)] + machine.close()
+    if stop == "max_tokens":
+        assert out[-1] == abandoned_error() and machine.failed
+        with pytest.raises(anthropic.APIStatusError, match="abandoned"):
+            messages_view(messages_client, sse(out))
+    else:
+        final, _ = messages_view(messages_client, sse(out))
+        assert [(b.name, b.input) for b in final.content if b.type == "tool_use"] == [("run", {"command": "ls"})]
+        assert (final.stop_reason, machine.failed) == ("tool_use", False)
+
+
+@pytest.mark.parametrize("cut", [False, True])
+@pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
+def test_with_the_option_a_responses_call_sent_before_the_cut_is_incomplete(
+    impl,
+    responses_client,  # noqa: F811 (the imported fixture)
+    cut,
+    step,
+):
+    from textcalls.responses_api import ResponsesRecovery
+
+    events = response_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
+    if cut:
+        events[-1]["type"] = "response.incomplete"
+        events[-1]["response"] = {
+            **events[-1]["response"],
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+        }
+    machine = ResponsesRecovery(native=False, has_tools=True, tools=[R_RUN], stream_arguments=True)
+    out = [new for e in events for new in machine.push(e)] + machine.close()
+    responses_client.body = sse(out)
+    with responses_client.client.responses.stream(model="m", input="hi") as stream:
+        (response,) = [e.response for e in stream if e.type in ("response.completed", "response.incomplete")]
+    items = [(o.name, o.status) for o in response.output if o.type == "function_call"]
+    assert items == [("run", "incomplete" if cut else "completed")]
+    assert (machine.abandoned, response.status) == ((1, "incomplete") if cut else (0, "completed"))

@@ -156,11 +156,14 @@ class TextPart:
     def text(self) -> str:
         return "".join(self.shown)
 
-    def cut(self) -> None:
+    def cut(self) -> list[ToolCall]:
         """The output was found cut (``max_tokens``) after the part was flushed as not cut: the calls its flush
-        gave (from the block it ended inside: anything but a bare JSON call, complete as written) are dropped."""
+        gave (from the block it ended inside: anything but a bare JSON call, complete as written) are dropped;
+        returns them."""
         calls = list(self.scrubber.calls)
-        self._kept = calls[: self._flushed_from] + [c for c in calls[self._flushed_from :] if c.dialect == "bare_json"]
+        late = calls[self._flushed_from :]
+        self._kept = calls[: self._flushed_from] + [c for c in late if c.dialect == "bare_json"]
+        return [c for c in late if c.dialect != "bare_json"]
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -177,13 +180,9 @@ def scrub_whole(text: str, options: Options, truncated: bool = False) -> tuple[s
 def scrub_parts(parts: list, kind: str, options: Options, calls: list, truncated: bool = False) -> list | None:
     """``parts`` with the ``text`` of each ``{"type": kind, "text": str}`` part scrubbed (``scrub_whole``), its
     calls added to ``calls``: a new list, or None when no text changes. ``truncated``: the output was cut at
-    the end of the last such part."""
+    the end of ``parts``, so the last part, if it is such a text, never ended."""
     new = None
-    last = -1
-    if truncated:
-        for i, part in enumerate(parts):
-            if isinstance(part, dict) and part.get("type") == kind and isinstance(part.get("text"), str):
-                last = i
+    last = len(parts) - 1 if truncated else -1
     for i, part in enumerate(parts):
         if isinstance(part, dict) and part.get("type") == kind and isinstance(part.get("text"), str):
             text, found = scrub_whole(part["text"], options, i == last)
@@ -284,8 +283,8 @@ class EventMachine:
         self.recovered += len(calls)
         return calls
 
-    def _steps(self, part: TextPart, text: str | None) -> list[tuple]:
-        """``stream_arguments``: feed ``text`` to ``part`` (None: flush it); what to send, in order:
+    def _steps(self, part: TextPart, text: str | None, truncated: bool = False) -> list[tuple]:
+        """``stream_arguments``: feed ``text`` to ``part`` (None: flush it, ``truncated`` as given); what to send:
         ``("text", str)``; a call streamed: ``("start", id, name)``, ``("piece", str)`` …, then ``("end", call)``
         or ``("abandon",)``; ``("call", call)``: a call without events, whole. Calls are sent when the gate
         (``should_recover`` with the structured calls seen so far) allows at their start or completion, counted
@@ -297,7 +296,7 @@ class EventMachine:
         ends, unless the scrubber changed it: markers removed); else before them."""
         was_open = part.open
         before = len(part.calls)
-        shown = part.flush() if text is None else part.feed(text)
+        shown = part.flush(truncated) if text is None else part.feed(text)
         calls = part.calls
         steps: list[tuple] = []
         taken = before  # calls before it are decided (sent, or refused by the gate)

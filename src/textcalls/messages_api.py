@@ -105,6 +105,12 @@ def abandoned_error() -> dict:
     }
 
 
+def _max_tokens(event: dict) -> bool:
+    """Whether ``event`` is a ``message_delta`` saying the output was cut (``stop_reason: "max_tokens"``)."""
+    delta = event.get("delta")
+    return event.get("type") == "message_delta" and isinstance(delta, dict) and delta.get("stop_reason") == "max_tokens"
+
+
 def _tool_use_may_replace(delta) -> TypeGuard[dict]:
     """Whether a ``message_delta``'s ``delta`` may have its ``stop_reason`` made ``"tool_use"``: a dict whose
     stop was not ``max_tokens`` (a cut output says so, whatever it holds)."""
@@ -212,8 +218,7 @@ class MessagesRecovery(EventMachine):
         if self._moves is not None:
             return self._streamed(event, kind, index)
         if kind in ("message_delta", "message_stop"):
-            delta = event.get("delta")
-            if kind == "message_delta" and isinstance(delta, dict) and delta.get("stop_reason") == "max_tokens":
+            if _max_tokens(event):
                 self._cut_last()
             before = self._end()
             if not before and not self.recovered:
@@ -313,6 +318,15 @@ class MessagesRecovery(EventMachine):
         assert self._moves is not None
         if kind in ("message_delta", "message_stop"):
             self._ended = True
+            if _max_tokens(event):
+                part = self._blocks.get(max(self._moves)) if self._moves else None
+                if part is not None and part.done and part.cut() and self.recovered:
+                    # its end (content_block_stop, before the cut was known) sent calls whole or ended: they
+                    # cannot be taken back, so the answer is withdrawn as for an abandoned call
+                    self.abandoned += 1
+                    self._failed = True
+                    return [abandoned_error()]
+                self._max_tokens = True
             tails = self._flush_streamed()
             delta = event.get("delta")
             # a call only abandoned (started, never ended) does not make the stop a tool_use
@@ -431,11 +445,13 @@ class MessagesRecovery(EventMachine):
         return self._last
 
     def _flush_streamed(self) -> list:
-        """The end of the message: every text block not stopped yet is flushed (its tail, its calls)."""
+        """The end of the message: every text block not stopped yet is flushed (its tail, its calls; the last
+        block as cut when the message said ``max_tokens``)."""
         out: list[dict] = []
+        last = max(self._moves) if self._moves else None
         for index, part in sorted(self._blocks.items()):
             if not part.done:
-                self._send(index, self._steps(part, None), out)
+                self._send(index, self._steps(part, None, self._max_tokens and index == last), out)
         return out
 
 

@@ -53,6 +53,12 @@ CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
 _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
+def _cut(response) -> bool:
+    """Whether a Responses ``response`` was cut by ``max_output_tokens`` (``status: "incomplete"``)."""
+    details = response.get("incomplete_details") if isinstance(response, dict) else None
+    return isinstance(details, dict) and details.get("reason") == "max_output_tokens"
+
+
 def convert_tools(tools) -> tuple:
     """``(chat-shaped function tools, None)`` for a Responses ``tools`` list, or ``(None, why)``.
 
@@ -96,11 +102,8 @@ def recover_responses(response: dict, *, native: bool, has_tools: bool, **option
     new_output = None
     calls: list[ToolCall] = []
     structured = 0
-    details = response.get("incomplete_details")
-    # the output was cut by max_output_tokens: the last message item's last text part never ended
-    cut = response.get("status") == "incomplete" and isinstance(details, dict)
-    cut = cut and isinstance(details, dict) and details.get("reason") == "max_output_tokens"
-    last = max((i for i, item in enumerate(output) if item.get("type") == "message"), default=-1) if cut else -1
+    # the output was cut by max_output_tokens: its last item, if a message, never ended
+    last = len(output) - 1 if _cut(response) else -1
     for i, item in enumerate(output):
         kind = item.get("type")
         if kind in CALL_ITEMS:
@@ -278,15 +281,15 @@ class ResponsesRecovery(EventMachine):
     def _final(self, event: dict, before: list) -> dict:
         self._ended = True
         response = event.get("response")
-        details = response.get("incomplete_details") if isinstance(response, dict) else None
-        if isinstance(details, dict) and details.get("reason") == "max_output_tokens" and self._parts:
+        key = self._cut_part(response)
+        if key is not None:
             # cut: the last text part's end never came. Flushed already (its done events came first, before the
             # cut was known): the calls its end gave are dropped; else it is flushed as cut
-            (at, ci), part = max(self._parts.items())
+            part = self._parts[key]
             if part.done:
                 part.cut()
             else:
-                self._flush(at, ci, part, before, truncated=True)
+                self._flush(key[0], key[1], part, before, truncated=True)
         self._flush_all(before)
         output = response.get("output") if isinstance(response, dict) else None
         if isinstance(output, list):
@@ -563,19 +566,37 @@ class ResponsesRecovery(EventMachine):
             parts.append(body)
         return {**item, "id": m.id, "content": parts}
 
-    def _flush_streamed(self, out: list) -> None:
-        """Flush every part not flushed yet, in order (the end of the response)."""
+    def _flush_streamed(self, out: list, cut: tuple | None = None) -> None:
+        """Flush every part not flushed yet, in order (the end of the response; ``cut``: the part the output
+        was cut at the end of, ``_cut_part``)."""
         assert self._messages is not None
         for (at, ci), part in sorted(self._parts.items()):
             if not part.done:
-                self._send(self._messages[at], ci, self._steps(part, None), out)
+                self._send(self._messages[at], ci, self._steps(part, None, (at, ci) == cut), out)
+
+    def _cut_part(self, response) -> tuple | None:
+        """The key of the text part a final ``response`` cut by ``max_output_tokens`` ends with (the last part
+        of its last output item, by upstream index), or None (not cut, or its last item is no text of ours)."""
+        if not _cut(response) or not self._parts:
+            return None
+        key = max(self._parts)
+        output = response.get("output")
+        return key if not isinstance(output, list) or key[0] == len(output) - 1 else None
 
     def _streamed_final(self, event: dict, before: list) -> dict:
         """``response.completed`` (…) with ``stream_arguments``: held tails and calls first; the ``output`` as
-        sent (split messages replaced by the items they became)."""
+        sent (split messages replaced by the items they became). Cut by ``max_output_tokens``: the last part,
+        not flushed yet, is flushed as cut; flushed already (before the cut was known), the calls its end gave
+        went out completed and cannot be taken back: in the final ``output`` their items are ``incomplete``,
+        the API's own mark of an unfinished item (counted in ``abandoned``)."""
         self._ended = True
-        self._flush_streamed(before)
         response = event.get("response")
+        key = self._cut_part(response)
+        late: set = set()
+        if key is not None and self._parts[key].done:
+            late = {call.id for call in self._parts[key].cut()}
+            self.abandoned += len(late)
+        self._flush_streamed(before, key)
         output = response.get("output") if isinstance(response, dict) else None
         if not isinstance(output, list):
             return event
@@ -589,6 +610,13 @@ class ResponsesRecovery(EventMachine):
                     new_output.append(self._segment(m, item))
             else:
                 new_output.append(self._texts(item, i) if isinstance(item, dict) else item)
+        if late:
+            new_output = [
+                {**item, "status": "incomplete"}
+                if isinstance(item, dict) and item.get("type") in CALL_ITEMS and item.get("call_id") in late
+                else item
+                for item in new_output
+            ]
         if len(new_output) == len(output) and all(a is b for a, b in zip(new_output, output, strict=True)):
             return event
         assert isinstance(response, dict)
