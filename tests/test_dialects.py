@@ -617,3 +617,12 @@ def test_a_gemma_key_with_spaces_is_read(impl, tc):
     # a space before the colon is no part of the key; two words with no colon are malformed
     assert json.loads(tc.parse("<|tool_call>call:f{a b :1}<tool_call|>").calls[0].arguments) == {"a b": 1}
     assert tc.parse("<|tool_call>call:f{a b}<tool_call|>").calls == []
+
+
+def test_a_functionary_json_body_that_mentions_a_parameter_tag_is_json(impl, tc):
+    # the <function=NAME> body's shape decides: JSON (a string may mention <parameter=), or Qwen3-Coder tags
+    # (hypothesis found the JSON one read as tags, so no call)
+    (call,) = tc.parse('<function=f>{"note": "<parameter=x>"}</function>').calls
+    assert (call.name, json.loads(call.arguments)) == ("f", {"note": "<parameter=x>"})
+    (call,) = tc.parse("<function=f>\n<parameter=x>\n1\n</parameter>\n</function>").calls
+    assert (call.name, json.loads(call.arguments)) == ("f", {"x": "1"})

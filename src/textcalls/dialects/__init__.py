@@ -53,7 +53,8 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 def function(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """``<function=NAME>`` / ``<function name="NAME">`` blocks: JSON arguments (Functionary v3.1), or
     Qwen3-Coder parameter tags when the model left out the ``<tool_call>`` around them."""
-    if opener.startswith("<function=") and "<parameter=" in body:
+    if opener.startswith("<function=") and body.lstrip().startswith("<parameter="):  # (by the body's shape: a
+        # JSON body's string may mention the tag)
         return xml.qwen3_xml(opener, opener + body + "</function>", ctx)
     return jsonlike.function_tag(opener, body, ctx)
 
