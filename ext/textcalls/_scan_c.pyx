@@ -3308,6 +3308,16 @@ cdef class StreamScrubber:
                 if r == -1 and not final:
                     out[0] = p
                     return LX_MORE
+                if c == 0x3C and self._before_json and not self._poisoned and not self._json_end:
+                    # an XML tag (``<`` then a letter or ``/``) before the body's JSON began: a tag body (GLM's
+                    # ``NAME<arg_key>…``), whose values are text: a quote in one opens no string
+                    if p + 1 < n:
+                        w = PyUnicode_READ(kind, d, p + 1)
+                        if w == 0x2F or (0x41 <= w <= 0x5A) or (0x61 <= w <= 0x7A):
+                            self._poisoned = True
+                    elif not final:
+                        out[0] = p
+                        return LX_MORE
             if (c < 128 and spec.strong_first[c]) or c == spec.entries[own].lit.ch[0]:
                 r = spec.opener_at(kind, d, n, p, final, own)
                 if r == 1:
@@ -3324,17 +3334,6 @@ cdef class StreamScrubber:
                     return LX_PROSE
                 if c == 0x3C and not self._json_end:  # a tag body (Qwen3-Coder XML in <tool_call>) is no JSON
                     self._poisoned = True
-            if c == 0x3C and self._before_json and not self._poisoned and not self._json_end and closer.ch[0] == 0x3C:
-                # an XML tag (``<`` then a letter or ``/``) before the body's JSON began: a tag body (GLM's
-                # ``NAME<arg_key>…``), whose values are text: a quote in one opens no string
-                if p + 1 < n:
-                    c = PyUnicode_READ(kind, d, p + 1)
-                    if c == 0x2F or (0x41 <= c <= 0x5A) or (0x61 <= c <= 0x7A):
-                        self._poisoned = True
-                    c = 0x3C
-                elif not final:
-                    out[0] = p
-                    return LX_MORE
             if self._json_end:
                 if self._before_json:
                     if c == 0x7B or (c == 0x5B and lead):  # '{', or '[' first

@@ -1090,6 +1090,15 @@ class StreamScrubber:
                     return ("close", p)
                 if r == -1 and not final:
                     return ("more", p)
+                if c == "<" and self._before_json and not self._poisoned and not self._json_end:
+                    # an XML tag (``<`` then a letter or ``/``) before the body's JSON began: a tag body (GLM's
+                    # ``NAME<arg_key>…``), whose values are text: a quote in one opens no string (checked here,
+                    # where the closer's ``<`` is: no cost for other characters)
+                    if p + 1 < n:
+                        if s[p + 1] == "/" or "A" <= s[p + 1] <= "Z" or "a" <= s[p + 1] <= "z":
+                            self._poisoned = True
+                    elif not final:
+                        return ("more", p)
             if c in spec.strong or c == own[0][0]:
                 o = _opener_at(spec, s, p, final, own)
                 if o == 1:
@@ -1103,14 +1112,6 @@ class StreamScrubber:
                     return ("prose", p)
                 if c == "<" and not self._json_end:  # a tag body (Qwen3-Coder XML in <tool_call>) is no JSON
                     self._poisoned = True
-            if c == "<" and self._before_json and not self._poisoned and not self._json_end and closer[:1] == "<":
-                # an XML tag (``<`` then a letter or ``/``) before the body's JSON began: a tag body (GLM's
-                # ``NAME<arg_key>…``), whose values are text: a quote in one opens no string
-                if p + 1 < n:
-                    if s[p + 1] == "/" or "A" <= s[p + 1] <= "Z" or "a" <= s[p + 1] <= "z":
-                        self._poisoned = True
-                elif not final:
-                    return ("more", p)
             if self._json_end:
                 if self._before_json:
                     if c == "{" or (c == "[" and lead):
