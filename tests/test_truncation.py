@@ -211,17 +211,40 @@ ENDS_OPEN = 'Running it.<tool_call>{"name": "run", "arguments": {"command": "ls"
 M_TOOLS = [M_RUN]
 
 
-@pytest.mark.parametrize("stop", ["end_turn", "max_tokens"])
-@pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
-def test_a_streamed_messages_answer_cut_by_max_tokens_has_no_call(impl, messages_client, stop, step):  # noqa: F811
+def streamed_message(stop: str, step: int, **options) -> tuple:
+    """ENDS_OPEN as a Messages stream in deltas of ``step``, ending with ``stop``, through a prompt-guided
+    ``MessagesRecovery`` (``options`` besides the tools): (the events sent, the machine)."""
     from textcalls.messages_api import MessagesRecovery
 
     events = message_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
     for e in events:
         if e["type"] == "message_delta":
             e["delta"]["stop_reason"] = stop
-    machine = MessagesRecovery(native=False, has_tools=True, tools=M_TOOLS)
-    out = [new for e in events for new in machine.push(e)] + machine.close()
+    machine = MessagesRecovery(native=False, has_tools=True, tools=M_TOOLS, **options)
+    return [new for e in events for new in machine.push(e)] + machine.close(), machine
+
+
+def streamed_response(cut: bool, step: int, **options) -> tuple:
+    """ENDS_OPEN as a Responses stream in deltas of ``step`` (``cut``: ending incomplete, max_output_tokens),
+    through a prompt-guided ``ResponsesRecovery``: (the events sent, the machine)."""
+    from textcalls.responses_api import ResponsesRecovery
+
+    events = response_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
+    if cut:
+        events[-1]["type"] = "response.incomplete"
+        events[-1]["response"] = {
+            **events[-1]["response"],
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+        }
+    machine = ResponsesRecovery(native=False, has_tools=True, tools=[R_RUN], **options)
+    return [new for e in events for new in machine.push(e)] + machine.close(), machine
+
+
+@pytest.mark.parametrize("stop", ["end_turn", "max_tokens"])
+@pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
+def test_a_streamed_messages_answer_cut_by_max_tokens_has_no_call(impl, messages_client, stop, step):  # noqa: F811
+    out, machine = streamed_message(stop, step)
     final, _ = messages_view(messages_client, sse(out))
     calls = [(b.name, b.input) for b in final.content if b.type == "tool_use"]
     text = "".join(b.text for b in final.content if b.type == "text")
@@ -239,19 +262,7 @@ from .test_api_stream_arguments import responses_client, responses_view  # noqa:
 @pytest.mark.parametrize("cut", [False, True])
 @pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
 def test_a_streamed_responses_answer_cut_by_max_output_tokens_has_no_call(impl, responses_client, cut, step):  # noqa: F811
-    from textcalls.responses_api import ResponsesRecovery
-
-    events = response_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
-    if cut:
-        final = events[-1]
-        final["type"] = "response.incomplete"
-        final["response"] = {
-            **final["response"],
-            "status": "incomplete",
-            "incomplete_details": {"reason": "max_output_tokens"},
-        }
-    machine = ResponsesRecovery(native=False, has_tools=True, tools=[R_RUN])
-    out = [new for e in events for new in machine.push(e)] + machine.close()
+    out, machine = streamed_response(cut, step)
     if cut:  # the SDK's stream helper wants response.completed: the final response is the incomplete event's
         responses_client.body = sse(out)
         with responses_client.client.responses.stream(model="m", input="hi") as stream:
@@ -272,20 +283,10 @@ def test_a_streamed_responses_answer_cut_by_max_output_tokens_has_no_call(impl, 
 
 @pytest.mark.parametrize("stop", ["end_turn", "max_tokens"])
 @pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
-def test_with_the_option_a_messages_answer_cut_after_its_call_went_out_is_withdrawn(
-    impl,
-    messages_client,  # noqa: F811 (the imported fixture)
-    stop,
-    step,
-):
-    from textcalls.messages_api import MessagesRecovery, abandoned_error
+def test_option_on_a_messages_call_sent_before_the_cut_withdraws(impl, messages_client, stop, step):  # noqa: F811
+    from textcalls.messages_api import abandoned_error
 
-    events = message_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
-    for e in events:
-        if e["type"] == "message_delta":
-            e["delta"]["stop_reason"] = stop
-    machine = MessagesRecovery(native=False, has_tools=True, tools=M_TOOLS, stream_arguments=True)
-    out = [new for e in events for new in machine.push(e)] + machine.close()
+    out, machine = streamed_message(stop, step, stream_arguments=True)
     if stop == "max_tokens":
         assert out[-1] == abandoned_error() and machine.failed
         with pytest.raises(anthropic.APIStatusError, match="abandoned"):
@@ -298,24 +299,8 @@ def test_with_the_option_a_messages_answer_cut_after_its_call_went_out_is_withdr
 
 @pytest.mark.parametrize("cut", [False, True])
 @pytest.mark.parametrize("step", [1, 7, len(ENDS_OPEN)])
-def test_with_the_option_a_responses_call_sent_before_the_cut_is_incomplete(
-    impl,
-    responses_client,  # noqa: F811 (the imported fixture)
-    cut,
-    step,
-):
-    from textcalls.responses_api import ResponsesRecovery
-
-    events = response_events("m", [ENDS_OPEN[i : i + step] for i in range(0, len(ENDS_OPEN), step)])
-    if cut:
-        events[-1]["type"] = "response.incomplete"
-        events[-1]["response"] = {
-            **events[-1]["response"],
-            "status": "incomplete",
-            "incomplete_details": {"reason": "max_output_tokens"},
-        }
-    machine = ResponsesRecovery(native=False, has_tools=True, tools=[R_RUN], stream_arguments=True)
-    out = [new for e in events for new in machine.push(e)] + machine.close()
+def test_option_on_a_responses_call_sent_before_the_cut_is_incomplete(impl, responses_client, cut, step):  # noqa: F811
+    out, machine = streamed_response(cut, step, stream_arguments=True)
     responses_client.body = sse(out)
     with responses_client.client.responses.stream(model="m", input="hi") as stream:
         (response,) = [e.response for e in stream if e.type in ("response.completed", "response.incomplete")]
