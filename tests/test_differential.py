@@ -7,8 +7,9 @@ of every grammar, ``<think>`` spans ending in calls or not, bare JSON calls of o
 start (alone, or in one fence) and end, Harmony tokens, prose, CR/CRLF, non-ASCII and lone surrogates;
 random option sets cover ``formats`` (``None``, the defaults, opt-in formats, random subsets, none),
 ``max_block``, ``tools`` (none offered, tools with and without schemas), ``unknown_tools``,
-``calls_in_reasoning``, ``code_fences``, ``reasoning_started`` and ``stream_arguments`` (each value given, or the
-option left out). Three layers are compared, each on both implementations (``textcalls._scan.impl`` switched):
+``calls_in_reasoning``, ``code_fences``, ``reasoning_started``, ``trim_blanks`` and ``stream_arguments`` (each value
+given, or the option left out); with ``trim_blanks=True`` every comparison of content with ``parse``'s is exact
+(without it a stream's content is compared stripped: ``parse`` strips). Three layers are compared, each on both implementations (``textcalls._scan.impl`` switched):
 
 - ``StreamScrubber``: per-feed output, reasoning, call counts and call events identical between Cython and the
   twin for the same split; any split gives the one-feed result; ``parse`` agrees (content, calls, reasoning,
@@ -864,6 +865,8 @@ def gen_options(g: G) -> dict:
         opts["code_fences"] = g.pick([True, False])
     if STARTED and g.chance(0.16):
         opts["reasoning_started"] = g.chance(0.65)
+    if g.chance(0.3):
+        opts["trim_blanks"] = g.chance(0.7)
     if g.chance(0.45):
         opts["stream_arguments"] = g.chance(0.6)
     g.streamed = bool(opts.get("stream_arguments"))
@@ -1230,9 +1233,10 @@ def check_scrubber(case: dict) -> list:
             "calls": [(c.name, c.arguments) for c in p.calls],
             "removed": p.removed,
         }
+        trim = (lambda s: s) if opts.get("trim_blanks") else str.strip  # trim_blanks: exact
         got = {
-            "content": run["content"].strip(),
-            "reasoning": run["reasoning"].strip(),
+            "content": trim(run["content"]),
+            "reasoning": trim(run["reasoning"]),
             "calls": [c[:2] for c in run["calls"]],
             "removed": run["removed"],
         }
@@ -1299,7 +1303,8 @@ def check_screens(case: dict, text: str, parsed) -> list:
         return found + [crashed("scrubber", "may_contain_markup", exc, "c/py")]
 
     def untouched(p) -> bool:
-        return p.removed == 0 and not p.calls and p.content == text.strip() and not p.reasoning
+        whole = text if options.get("trim_blanks") else text.strip()
+        return p.removed == 0 and not p.calls and p.content == whole and not p.reasoning
 
     options = case["options"]
     if options.get("tools") is not None and not untouched(parsed):
@@ -1759,15 +1764,16 @@ def check_chunk_outputs(where, name, mod, case, native, out, exp, ref) -> list:
     for i, (p, reasoning, _text) in exp.items():
         got = per_choice(out, i)
         tag_ = f"choice {i}, native={native}"
-        if got["content"].strip() != p.content:
+        content = got["content"] if case["options"].get("trim_blanks") else got["content"].strip()
+        if content != p.content:
             found.append(
                 differ(
                     where,
                     "content != parse",
                     f"parse ({tag_})",
                     p.content,
-                    "stream (stripped)",
-                    got["content"].strip(),
+                    "stream" if case["options"].get("trim_blanks") else "stream (stripped)",
+                    content,
                     name,
                 )
             )
@@ -1829,7 +1835,8 @@ def check_responses(case: dict, native: bool, name: str, mod, exp: dict) -> list
             "finish_reason": "tool_calls" if i in structured else "length" if i in cut else "stop",
         }
         choices.append(choice)
-        if (not native or i not in structured) and (p.removed or p.reasoning or p.content != text.strip()):
+        whole = text if opts.get("trim_blanks") else text.strip()
+        if (not native or i not in structured) and (p.removed or p.reasoning or p.content != whole):
             changed = True
             new = {**message, "content": p.content or None}
             if p.reasoning:

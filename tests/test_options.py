@@ -27,6 +27,7 @@ BAD = [
     ({"calls_in_reasoning": "sometimes"}, ValueError, "calls_in_reasoning must be one of"),
     ({"code_fences": 1}, TypeError, "code_fences must be a bool, not int"),
     ({"reasoning_started": "yes"}, TypeError, "reasoning_started must be a bool, not str"),
+    ({"trim_blanks": 1}, TypeError, "trim_blanks must be a bool, not int"),
     ({"formats": "hermes"}, TypeError, "formats must be an iterable of dialect names"),
     ({"formats": ["klingon"]}, ValueError, "unknown dialect(s) ['klingon']"),
     ({"tools": {"name": "x"}}, TypeError, "tools must be a list"),

@@ -1539,7 +1539,7 @@ cdef class _Settings:
     cdef object ctx
     cdef str unknown_tools, calls_in_reasoning
     cdef Py_ssize_t max_block
-    cdef bint whole, has_tools, reasoning_started, code_fences, stream_arguments
+    cdef bint whole, has_tools, reasoning_started, code_fences, stream_arguments, trim_blanks
     cdef int n_quiet  # Options.quiet as code points (quiet_chars); -1: None, no text is quiet
     cdef Py_UCS4 quiet_chars[QUIET_MAX]
 
@@ -1554,6 +1554,7 @@ cdef class _Settings:
         self.reasoning_started = options.reasoning_started
         self.code_fences = options.code_fences
         self.stream_arguments = options.stream_arguments
+        self.trim_blanks = options.trim_blanks
         self.n_quiet = -1 if options.quiet is None else len(options.quiet)
         if self.n_quiet > QUIET_MAX:
             raise ValueError(f"at most {QUIET_MAX} characters can begin markup, not {self.n_quiet}")
@@ -1580,14 +1581,15 @@ cdef str _stripped(str s):
     return s if lo == 0 and hi == n else _slice(s, lo, hi)
 
 
-cdef object _parsed(str content, list calls, Py_ssize_t removed, str reasoning, Py_ssize_t malformed):
-    """``Parsed(content.strip(), calls, removed, reasoning.strip(), malformed)``, made as ``_new_call``
-    makes a ``ToolCall`` (``Parsed`` has no ``__new__`` and its ``__init__`` only sets the five slots)."""
+cdef object _parsed(str content, list calls, Py_ssize_t removed, str reasoning, Py_ssize_t malformed, bint trim):
+    """``Parsed(content.strip(), calls, removed, reasoning.strip(), malformed)`` (``trim``: ``trim_blanks``,
+    the scrubber dropped the blanks that were markup's: no ``strip``), made as ``_new_call`` makes a
+    ``ToolCall`` (``Parsed`` has no ``__new__`` and its ``__init__`` only sets the five slots)."""
     made = PyType_GenericAlloc(<PyTypeObject*>Parsed, 0)
-    _fill(made, SLOT_CONTENT, _stripped(content))
+    _fill(made, SLOT_CONTENT, content if trim else _stripped(content))
     _fill(made, SLOT_CALLS, calls)
     _fill(made, SLOT_REMOVED, removed)
-    _fill(made, SLOT_REASONING, _stripped(reasoning))
+    _fill(made, SLOT_REASONING, reasoning if trim else _stripped(reasoning))
     _fill(made, SLOT_MALFORMED, malformed)
     return made
 
@@ -1614,7 +1616,7 @@ cdef object _scan_whole(text, options, bint truncated=False):
             if _find(kind, d, 0, n, settings.quiet_chars[k]) >= 0:
                 break
         else:
-            return _parsed(text, [], 0, "", 0)
+            return _parsed(text, [], 0, "", 0, settings.trim_blanks)
     cdef StreamScrubber scrubber = StreamScrubber.__new__(StreamScrubber)
     scrubber._setup(settings)
     if scrubber._settled():  # (feed's screen would search the text for quiet_chars again: it has one)
@@ -1623,7 +1625,9 @@ cdef object _scan_whole(text, options, bint truncated=False):
         content = scrubber._feed(text)
     scrubber._truncated = truncated
     content += scrubber._flush()
-    return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed)
+    content += scrubber._edges_end()
+    return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed,
+                   settings.trim_blanks)
 
 
 # (C only, not in __all__: parse and use_python_parse stand in for parse.py's parse; the twin has no such thing)
@@ -1640,18 +1644,20 @@ def use_python_parse(python_parse):
 
 
 def parse(text, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
-          calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None, truncated=False):
+          calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None, truncated=False,
+          trim_blanks=False):
     """``textcalls.parse``: its common paths (no keyword, or only ``options`` an ``Options``; this extension
     in use) made here, without a Python frame; every other call goes to the Python ``parse``
     (``use_python_parse``)."""
     if (max_block is MAX_BLOCK and formats is None and tools is None and code_fences is True
             and reasoning_started is False and unknown_tools == "keep_text" and calls_in_reasoning == "auto"
-            and truncated is False and (options is None or type(options) is Options) and _this is not None
-            and _scan_module.impl is _this):
+            and truncated is False and trim_blanks is False and (options is None or type(options) is Options)
+            and _this is not None and _scan_module.impl is _this):
         return _scan_whole(text, DEFAULT if options is None else options)
     return _python_parse(text, max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
                          calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
-                         reasoning_started=reasoning_started, options=options, truncated=truncated)
+                         reasoning_started=reasoning_started, options=options, truncated=truncated,
+                         trim_blanks=trim_blanks)
 
 
 cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect, const Walked* walked):
@@ -2439,7 +2445,17 @@ cdef class StreamScrubber:
     cdef unsigned char _stop[256]  # 128-255 stay 0 (zeroed at allocation): 1-byte text is read without a range test
     cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _loud_short)
     cdef bint _words  # the table has word openers (_CSpec.word_tail must look at a delta's end)
-    cdef bint _plain  # _settled() after the last call: feed may take its short path
+    cdef bint _plain  # _settled() and _edges_plain() after the last call: feed may take its short path
+    # content blanks held since the last visible character shown (_show), how long; shown at once (too long);
+    # a visible content character was shown; removed, when the last one was
+    cdef bint _trim  # blanks that touch markup at the edges are its (_show, _think)
+    cdef list _blank
+    cdef Py_ssize_t _blank_len
+    cdef bint _loose, _seen
+    cdef Py_ssize_t _snap
+    cdef list _rblank  # the same in a reasoning span (_think)
+    cdef Py_ssize_t _rblank_len
+    cdef bint _rloose, _rseen
     cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
     # the body the call events have not seen: from this index of _parts on, this long; seen once this long
     cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
@@ -2484,6 +2500,13 @@ cdef class StreamScrubber:
         self._calls_in_reasoning = settings.calls_in_reasoning
         self._thought = None
         self._reasoning_out = NO_REASONING
+        self._trim = settings.trim_blanks
+        self._blank = []
+        self._blank_len = self._snap = 0
+        self._loose = self._seen = False
+        self._rblank = []
+        self._rblank_len = 0
+        self._rloose = self._rseen = False
         if settings.reasoning_started:
             self._open_span()
         code_fences = settings.code_fences
@@ -2496,7 +2519,7 @@ cdef class StreamScrubber:
         memcpy(self._stop, self._spec.stop[variant], 128)
         memcpy(self._lit_only, self._spec.lit_only[variant], 128)
         self._words = self._spec.n_all != self._spec.n_entries
-        self._plain = self._settled()
+        self._plain = self._settled() and self._edges_plain()
         return 0
 
     cdef inline int _enter(self) except -1:
@@ -2559,8 +2582,11 @@ cdef class StreamScrubber:
                     data = PyUnicode_DATA(delta)
                     k = self._loud_short(kind, data, n)
                     if k == n:
-                        self._shown(kind, data, n)
-                        return delta
+                        if self._trim and n and _ws(PyUnicode_READ(kind, data, n - 1)):  # held (_show)
+                            k = -1
+                        else:
+                            self._shown(kind, data, n)
+                            return delta
             elif self._held_lit != NULL and not self._busy and not self._holding and PyUnicode_CheckExact(delta):
                 n = PyUnicode_GET_LENGTH(delta)
                 if _goes_on(self._held_lit, self._held_n, PyUnicode_KIND(delta), PyUnicode_DATA(delta), n):
@@ -2575,7 +2601,7 @@ cdef class StreamScrubber:
         try:
             return self._unquiet(delta, kind, data, n, k) if k >= 0 else self._feed(delta)
         finally:
-            self._plain = self._settled()
+            self._plain = self._settled() and self._edges_plain()
             self._busy = False
 
     @cython.binding(False)  # a method descriptor, as feed
@@ -2587,9 +2613,10 @@ cdef class StreamScrubber:
         self._enter()
         try:
             self._truncated = truncated
-            return self._flush()
+            text = self._flush()
+            return text + self._edges_end()
         finally:
-            self._plain = self._settled()
+            self._plain = self._settled() and self._edges_plain()
             self._busy = False
 
     cdef inline int _own_held(self) except -1:
@@ -2642,7 +2669,7 @@ cdef class StreamScrubber:
             if self._after_block >= 0 and not _all_ws(delta):
                 self._after_block = -1
             self._shown(kind, data, n)
-            return delta
+            return self._out(delta, kind, data, n)
         return self._unquiet(delta, kind, data, n, k)
 
     cdef str _unquiet(self, str s, int kind, const void* data, Py_ssize_t n, Py_ssize_t k):
@@ -2668,7 +2695,7 @@ cdef class StreamScrubber:
                 return ""
             self._held = s[k:]
             self._shown(kind, data, k)
-            return s[:k]
+            return self._out(s[:k], kind, data, k)
         return self._run(s, False)
 
     cdef inline void _shown(self, int kind, const void* data, Py_ssize_t n) noexcept:
@@ -2676,6 +2703,137 @@ cdef class StreamScrubber:
         if self._lines:
             self._line = _line_after(self._line, kind, data, 0, n)
         self._pos += n
+
+    cdef inline str _out(self, str text, int kind, const void* data, Py_ssize_t n):
+        """``text`` (``data``'s first ``n`` characters), content shown as it came by a short path: itself,
+        unless it ends with a blank or the blanks held need a decision (then ``_show``)."""
+        if n == 0 or not self._trim or (self._edges_plain() and not _ws(PyUnicode_READ(kind, data, n - 1))):
+            return text
+        cdef list out = []
+        self._show(out, text)
+        return _join(out)
+
+    cdef inline bint _edges_plain(self) noexcept:
+        """No content blanks held or let through, a visible character shown, nothing removed since."""
+        return not self._trim or (
+            self._blank_len == 0 and not self._loose and self._seen and self._snap == self.removed)
+
+    cdef inline bint _as_is(self, str text, Py_ssize_t n) noexcept:
+        """Content ``text`` (``n`` long, not 0) goes out as it is: no ``trim_blanks``, or nothing held or to
+        decide and no blank at its end."""
+        return not self._trim or (self._edges_plain() and not _ws(PyUnicode_READ(
+            PyUnicode_KIND(text), PyUnicode_DATA(text), n - 1)))
+
+    cdef int _show(self, list out, str text) except -1:
+        """Content text out, its blanks at the edges held (the rule in the class doc)."""
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* d = PyUnicode_DATA(text)
+        cdef Py_ssize_t end = n, start = 0
+        while end and _ws(PyUnicode_READ(kind, d, end - 1)):
+            end -= 1
+        if self._loose:  # a run too long to hold: shown as it comes
+            if not end:
+                out.append(text)
+                return 0
+            self._loose = False
+        else:
+            while start < end and _ws(PyUnicode_READ(kind, d, start)):
+                start += 1
+            if not end:
+                start = n
+            if self._blank_len + start > self.max_block:  # too long to hold
+                out.extend(self._blank)
+                out.append(_slice(text, 0, start))
+                self._blank.clear()
+                self._blank_len, self._loose = 0, not end
+                if not end:
+                    return 0
+                text, n, end, start = _slice(text, start, n), n - start, end - start, 0
+            elif not end:
+                self._blank.append(text)
+                self._blank_len += start
+                return 0
+        if len(self._blank) or start:
+            if self._seen or self._snap == self.removed:  # text before, or nothing removed since the start
+                out.extend(self._blank)
+                out.append(_slice(text, 0, end))
+            else:
+                out.append(_slice(text, start, end))
+            self._blank.clear()
+        else:
+            out.append(text if end == n else _slice(text, 0, end))
+        self._seen, self._snap = True, self.removed
+        self._blank_len = n - end
+        if self._blank_len > self.max_block:  # too long to hold
+            out.append(_slice(text, end, n))
+            self._blank_len, self._loose = 0, True
+        elif self._blank_len:
+            self._blank.append(_slice(text, end, n))
+        return 0
+
+    cdef str _edges_end(self):
+        """At the end: the held content blanks, unless a removal came after the last visible character."""
+        text = "" if self._snap != self.removed else _join(self._blank)
+        self._blank.clear()
+        self._blank_len = 0
+        return text
+
+    cdef int _think(self, str text) except -1:
+        """Reasoning text out: the blanks at the span's start dropped, those after its last visible character
+        held (dropped at its closer; longer than ``max_block``: shown)."""
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* d = PyUnicode_DATA(text)
+        cdef Py_ssize_t end = n, start = 0
+        cdef str head
+        while end and _ws(PyUnicode_READ(kind, d, end - 1)):
+            end -= 1
+        if not end:
+            if self._rloose:
+                self._reason(text)
+            elif self._rseen:
+                self._rblank.append(text)
+                self._rblank_len += n
+                if self._rblank_len > self.max_block:
+                    self._reason(_join(self._rblank))
+                    self._rblank.clear()
+                    self._rblank_len, self._rloose = 0, True
+            return 0
+        if self._rloose or (self._rseen and not len(self._rblank)):
+            head = _slice(text, 0, end)
+        elif self._rseen:
+            self._rblank.append(_slice(text, 0, end))
+            head = _join(self._rblank)
+            self._rblank.clear()
+        else:
+            while _ws(PyUnicode_READ(kind, d, start)):
+                start += 1
+            head = _slice(text, start, end)
+        self._rseen, self._rloose = True, False
+        self._rblank_len = n - end
+        if self._rblank_len > self.max_block:  # too long to hold
+            head = head + _slice(text, end, n)
+            self._rblank_len, self._rloose = 0, True
+        elif self._rblank_len:
+            self._rblank.append(_slice(text, end, n))
+        self._reason(head)
+        return 0
+
+    cdef int _span(self, bint opens) except -1:
+        """A reasoning span opens or closes: the blanks held before it are dropped."""
+        self._rblank.clear()
+        self._rblank_len, self._rloose = 0, False
+        if opens:
+            self._rseen = False
+        return 0
+
+    cdef int _reason(self, str text) except -1:
+        if self._thought.deferred is None:
+            self._reasoning_out.append(text)
+        else:
+            self._thought.text(text)
+        return 0
 
     cdef inline bint _settled(self) noexcept:
         """Nothing held, open or pending: the next delta may take feed's short path (``_plain``)."""
@@ -2750,6 +2908,9 @@ cdef class StreamScrubber:
             return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and PyUnicode_GET_LENGTH(self._held) == 0 else self._run(self._held, True)
+        if len(self._rblank):  # blanks that end a span never closed are its text
+            self._reason(_join(self._rblank))
+            self._span(False)
         # a span never closed, or blocks that ended one and no call after: they were meant
         if self._thought is not None:
             self._take(self._thought.end())
@@ -2835,13 +2996,16 @@ cdef class StreamScrubber:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         if n:
             if not self._reasoning:
-                out.append(text)
+                if self._as_is(text, n):
+                    out.append(text)
+                else:
+                    self._show(out, text)
                 if self._lines:
                     self._line = _line_after(self._line, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, n)
-            elif self._thought.deferred is None:
-                self._reasoning_out.append(text)
+            elif self._trim:
+                self._think(text)
             else:
-                self._thought.text(text)
+                self._reason(text)
             if self._after_block >= 0 and not _all_ws(text):
                 self._after_block = -1
         return 0
@@ -2854,6 +3018,7 @@ cdef class StreamScrubber:
         else:
             self._take(self._thought.settle(True))
         self._reasoning = True
+        self._span(True)
         return 0
 
     cdef int _take(self, list blocks) except -1:
@@ -3032,6 +3197,7 @@ cdef class StreamScrubber:
                 if self._spec.marker_reasoning[a] < 0 and self._reasoning:
                     self._thought.close_span()
                     self._reasoning = False
+                    self._span(False)
                 elif self._spec.marker_reasoning[a] > 0:
                     self._open_span()
                 p = search = b
@@ -3232,7 +3398,10 @@ cdef class StreamScrubber:
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
-            self._thought.block(self._opener + body + closer, calls)
+            lead = _join(self._rblank)  # the blanks before it: its text's, or dropped with it (trim_blanks)
+            self._span(False)
+            self._rseen = True
+            self._thought.block(self._opener + body + closer, calls, lead)
             self._after_block = self._spec.block_dialect[self._kind]
         else:
             self._took(calls)

@@ -8,8 +8,8 @@ from .toolcall import ToolCall
 
 __all__ = ["Reasoning"]
 
-#: held inside a span: reasoning text, or a call block's (text, calls)
-Held = str | tuple[str, list[ToolCall]]
+#: held inside a span: reasoning text, or a call block's (text, calls, the blanks before it: ``trim_blanks``)
+Held = str | tuple[str, list[ToolCall], str]
 
 
 class Reasoning:
@@ -38,11 +38,12 @@ class Reasoning:
         else:
             self._defer(text, len(text))
 
-    def block(self, text: str, calls: list[ToolCall]) -> None:
-        """A call block inside a span (not with ``extract``: then it is a call at once)."""
+    def block(self, text: str, calls: list[ToolCall], lead: str = "") -> None:
+        """A call block inside a span (not with ``extract``: then it is a call at once); ``lead``: the blanks
+        before it (``trim_blanks``), its text's if it is not a call, dropped if it is and ends the text."""
         if self.deferred is None:
             self.deferred, self.deferred_len = [], 0
-        self._defer((text, calls), len(text))
+        self._defer((text, calls, lead), len(lead) + len(text))
 
     def close_span(self) -> None:
         """The span closed: its blocks were rehearsals, except, with ``"auto"``, the blocks that end it
@@ -85,13 +86,19 @@ class Reasoning:
         """Release the deferred items: blocks become calls (``extract``: returned) or reasoning text."""
         assert self.deferred is not None  # called only while deferring
         taken = []
-        for item in self.deferred:
+        deferred = self.deferred
+        last = len(deferred)  # the last visible text held (the blanks before a call after it are dropped)
+        while last and (not isinstance(item := deferred[last - 1], str) or not item.strip(WHITESPACE)):
+            last -= 1
+        for k, item in enumerate(deferred):
             if isinstance(item, str):
                 self.out.append(item)
             elif extract:
+                if item[2] and k < last:
+                    self.out.append(item[2])
                 taken.append(item[1])
             else:
-                self.out.append(item[0])
+                self.out.append(item[2] + item[0] if item[2] else item[0])
         self.deferred = None
         self.deferred_len = 0
         return taken

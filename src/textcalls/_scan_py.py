@@ -383,11 +383,13 @@ def scan_whole(text: str, options: Options, truncated: bool = False) -> Parsed:
     if not isinstance(text, str):
         raise TypeError(f"parse() expects str, not {type(text).__name__}")
     if options.quiet is not None and not any(char in text for char in options.quiet):
-        return Parsed(text.strip(), [], 0, "", 0)
+        return Parsed(text if options.trim_blanks else text.strip(), [], 0, "", 0)
     scrubber = StreamScrubber(options=options)
     content = scrubber.feed(text) + scrubber.flush(truncated)
     reasoning = scrubber.take_reasoning()
-    return Parsed(content.strip(), scrubber.calls, scrubber.removed, reasoning.strip(), scrubber.malformed)
+    if not options.trim_blanks:  # (with it, the scrubber dropped the blanks that were markup's)
+        content, reasoning = content.strip(), reasoning.strip()
+    return Parsed(content, scrubber.calls, scrubber.removed, reasoning, scrubber.malformed)
 
 
 class _Spec:
@@ -490,7 +492,13 @@ class StreamScrubber:
 
     ``feed(delta)`` returns the text that is safe to show now; ``flush()`` ends the stream and
     returns the rest. Whatever the splitting, ``(feeds + flush).strip() == parse(text).content``
-    and ``calls`` equal ``parse(text).calls``. ``removed`` counts blocks and markers removed;
+    and ``calls`` equal ``parse(text).calls``. With ``trim_blanks=True``, ``feeds + flush ==
+    parse(text).content`` exactly: blanks (``WHITESPACE``) that touch a removed block or marker at the
+    content's edges are the markup's (the templates write them around it): a run of them is held from
+    the last visible character shown and dropped when a removal came before the content's first visible
+    character, or after its last; else it is shown with the next visible character (or at the end). A
+    run longer than ``max_block`` is shown. In a reasoning span, the blanks at its start and before its
+    closer are dropped the same way. ``removed`` counts blocks and markers removed;
     ``malformed`` the blocks removed from the content that gave no call (malformed, or every call dropped).
     The keywords are ``parse``'s (``max_block``, ``formats``, ``tools``, ``unknown_tools``,
     ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``), or ``options=`` an ``Options``
@@ -545,6 +553,16 @@ class StreamScrubber:
         "_follow_from",
         "_follow_len",
         "_follow_wants",
+        "_trim",
+        "_blank",
+        "_blank_len",
+        "_loose",
+        "_seen",
+        "_snap",
+        "_rblank",
+        "_rblank_len",
+        "_rloose",
+        "_rseen",
     )
 
     def __init__(self, *, options: Options | None = None, **keywords: Any) -> None:
@@ -610,6 +628,17 @@ class StreamScrubber:
         self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
         # the body the call events have not seen: from this index of _parts on, this long; seen once this long
         self._follow_from = self._follow_len = self._follow_wants = 0
+        # content blanks held since the last visible character shown (_show), how long; shown at once (too long)
+        self._trim = options.trim_blanks  # blanks that touch markup at the edges are its (_show, _think)
+        self._blank: list[str] = []
+        self._blank_len = 0
+        self._loose = False
+        self._seen = False  # a visible content character was shown
+        self._snap = 0  # removed, when the last one was
+        self._rblank: list[str] = []  # the same in a reasoning span (_think)
+        self._rblank_len = 0
+        self._rloose = False
+        self._rseen = False
 
     def _enter(self) -> None:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads).
@@ -662,7 +691,7 @@ class StreamScrubber:
         self._enter()
         try:
             self._truncated = truncated
-            return self._flush()
+            return self._flush() + self._edges_end()
         finally:
             self._busy.release()
 
@@ -686,6 +715,12 @@ class StreamScrubber:
             if self._lines:
                 self._line = _line_after(self._line, delta)
             self._pos += len(delta)
+            if self._trim and (
+                self._blank or self._loose or not self._seen or self._snap != self.removed or delta[-1:] in WHITESPACE
+            ):
+                out: list = []
+                self._show(out, delta)
+                return "".join(out)
             return delta
         return self._run(self._held + delta, False)
 
@@ -709,6 +744,9 @@ class StreamScrubber:
             return self._feed(text) + self._flush()
         self._closed = True
         out = "" if self._opener is None and not self._held else self._run(self._held, True)
+        if self._rblank:  # blanks that end a span never closed are its text
+            self._reason("".join(self._rblank))
+            self._span(False)
         # a span never closed, or blocks that ended one and no call after: they were meant
         self._take(self._thought.end())
         return out
@@ -791,15 +829,113 @@ class StreamScrubber:
     def _emit(self, out: list, text: str) -> None:
         if text:
             if not self._reasoning:
-                out.append(text)
+                if self._trim and (
+                    self._blank or self._loose or not self._seen or self._snap != self.removed or text[-1] in WHITESPACE
+                ):
+                    self._show(out, text)
+                else:
+                    out.append(text)
                 if self._lines:
                     self._line = _line_after(self._line, text)
-            elif self._thought.deferred is None:
-                self._reasoning_out.append(text)
+            elif self._trim:
+                self._think(text)
             else:
-                self._thought.text(text)
+                self._reason(text)
             if self._after_block is not None and not _all_ws(text):
                 self._after_block = None
+
+    def _show(self, out: list, text: str) -> None:
+        """Content text out, its blanks at the edges held (the rule in the class doc)."""
+        end = len(text.rstrip(WHITESPACE))
+        if self._loose:  # a run too long to hold: shown as it comes
+            if not end:
+                out.append(text)
+                return
+            self._loose = False
+            start = 0
+        else:
+            start = len(text) - len(text.lstrip(WHITESPACE)) if end else len(text)
+            if self._blank_len + start > self.max_block:  # too long to hold
+                out.extend(self._blank)
+                out.append(text[:start])
+                self._blank.clear()
+                self._blank_len, self._loose = 0, not end
+                if not end:
+                    return
+                text, end, start = text[start:], end - start, 0
+            elif not end:
+                self._blank.append(text)
+                self._blank_len += start
+                return
+        if self._blank or start:
+            if self._seen or self._snap == self.removed:  # text before, or nothing removed since the start
+                out.extend(self._blank)
+                out.append(text[:end])
+            else:
+                out.append(text[start:end])
+            self._blank.clear()
+        else:
+            out.append(text if end == len(text) else text[:end])
+        self._seen, self._snap = True, self.removed
+        self._blank_len = len(text) - end
+        if self._blank_len > self.max_block:  # too long to hold
+            out.append(text[end:])
+            self._blank_len, self._loose = 0, True
+        elif self._blank_len:
+            self._blank.append(text[end:])
+
+    def _edges_end(self) -> str:
+        """At the end: the held content blanks, unless a removal came after the last visible character; the
+        held blanks of a span never closed are its reasoning."""
+        text = "" if self._snap != self.removed else "".join(self._blank)
+        self._blank.clear()
+        self._blank_len = 0
+        return text
+
+    def _think(self, text: str) -> None:
+        """Reasoning text out: the blanks at the span's start dropped, those after its last visible character
+        held (dropped at its closer; longer than ``max_block``: shown)."""
+        end = len(text.rstrip(WHITESPACE))
+        if not end:
+            if self._rloose:
+                self._reason(text)
+            elif self._rseen:
+                self._rblank.append(text)
+                self._rblank_len += len(text)
+                if self._rblank_len > self.max_block:
+                    self._reason("".join(self._rblank))
+                    self._rblank.clear()
+                    self._rblank_len, self._rloose = 0, True
+            return
+        if self._rloose or (self._rseen and not self._rblank):
+            head = text[:end]
+        elif self._rseen:
+            self._rblank.append(text[:end])
+            head = "".join(self._rblank)
+            self._rblank.clear()
+        else:
+            head = text[:end].lstrip(WHITESPACE)
+        self._rseen, self._rloose = True, False
+        self._rblank_len = len(text) - end
+        if self._rblank_len > self.max_block:  # too long to hold
+            head += text[end:]
+            self._rblank_len, self._rloose = 0, True
+        elif self._rblank_len:
+            self._rblank.append(text[end:])
+        self._reason(head)
+
+    def _span(self, opens: bool) -> None:
+        """A reasoning span opens or closes: the blanks held before it are dropped."""
+        self._rblank.clear()
+        self._rblank_len, self._rloose = 0, False
+        if opens:
+            self._rseen = False
+
+    def _reason(self, text: str) -> None:
+        if self._thought.deferred is None:
+            self._reasoning_out.append(text)
+        else:
+            self._thought.text(text)
 
     def _take(self, blocks: list[list[ToolCall]]) -> None:
         """Take the call lists of blocks the reasoning decided were meant."""
@@ -923,9 +1059,11 @@ class StreamScrubber:
                 if switch < 0 and self._reasoning:
                     self._thought.close_span()
                     self._reasoning = False
+                    self._span(False)
                 elif switch > 0:
                     self._take(self._thought.settle(True))  # reasoning again, no call in between: they were meant
                     self._reasoning = True
+                    self._span(True)
                 p = search = b
                 continue
             # a block of kind a, body from b; one opening where a failed block was scanned is prose
@@ -1040,7 +1178,10 @@ class StreamScrubber:
         if calls is None:  # not a call: the block's text stays
             self._emit(out, self._opener + body + closer)
         elif self._reasoning and not self._thought.extract:  # a rehearsal, unless the span never closes
-            self._thought.block(self._opener + body + closer, calls)
+            lead = "".join(self._rblank)  # the blanks before it: its text's, or dropped with it (trim_blanks)
+            self._span(False)
+            self._rseen = True
+            self._thought.block(self._opener + body + closer, calls, lead)
             self._after_block = block.dialect
         else:
             taken = calls

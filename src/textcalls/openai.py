@@ -40,7 +40,7 @@ def recover_response(response: dict, *, native: bool, has_tools: bool, tally: Co
 
     The gate is applied per choice with that choice's own ``tool_calls`` count. A choice changes
     only when markup was removed from its string ``content`` (or reasoning moved out of it, with
-    ``reasoning_started``): content becomes the cleaned text
+    ``reasoning_started``; or, with ``trim_blanks``, blanks dropped): content becomes the cleaned text
     (``None`` when empty), reasoning it held (``<think>`` …) goes to ``reasoning_content``,
     recovered calls are appended after its ``tool_calls`` and ``finish_reason`` becomes
     ``"tool_calls"`` when any were recovered. The input is never
@@ -103,7 +103,10 @@ def _recover_choice(choice, i: int, native: bool, has_tools: bool, options: Opti
         parsed = parse(content, options=options, truncated=choice.get("finish_reason") == "length")
         if tally is not None:
             count(tally, parsed.calls, parsed.malformed)
-    if parsed is None or not (parsed.removed or parsed.reasoning):
+    # (trim_blanks: the text, all of it reasoning with reasoning_started, may have lost only blanks: a change too)
+    if parsed is None or not (
+        parsed.removed or parsed.reasoning or (options.trim_blanks and parsed.content != content)
+    ):
         if repaired is structured:
             return None
         return {**choice, "message": {**message, "tool_calls": repaired}}

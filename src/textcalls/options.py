@@ -33,6 +33,7 @@ class Options:
         "code_fences",
         "reasoning_started",
         "stream_arguments",
+        "trim_blanks",
         "table",
         "ctx",
         "quiet",
@@ -47,6 +48,7 @@ class Options:
     code_fences: bool
     reasoning_started: bool
     stream_arguments: bool
+    trim_blanks: bool
     table: Table
     ctx: Context
     quiet: tuple[str, ...] | None
@@ -63,6 +65,7 @@ class Options:
         code_fences: bool = True,
         reasoning_started: bool = False,
         stream_arguments: bool = False,
+        trim_blanks: bool = False,
     ) -> None:
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
@@ -78,6 +81,8 @@ class Options:
             raise TypeError(f"reasoning_started must be a bool, not {type(reasoning_started).__name__}")
         if not isinstance(stream_arguments, bool):
             raise TypeError(f"stream_arguments must be a bool, not {type(stream_arguments).__name__}")
+        if not isinstance(trim_blanks, bool):
+            raise TypeError(f"trim_blanks must be a bool, not {type(trim_blanks).__name__}")
         put = object.__setattr__  # read-only once made (see __setattr__)
         put(self, "table", table_for(formats))  # checks formats
         put(self, "ctx", _NO_TOOLS if tools is None else Context(tools))  # checks tools
@@ -89,6 +94,7 @@ class Options:
         put(self, "code_fences", code_fences)
         put(self, "reasoning_started", reasoning_started)
         put(self, "stream_arguments", stream_arguments)
+        put(self, "trim_blanks", trim_blanks)
         put(self, "quiet", self._quiet())
         put(self, "derived", {})
 
@@ -116,12 +122,12 @@ class Options:
         return quiet
 
     def __repr__(self) -> str:
-        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:8] if getattr(self, k) != _DEFAULTS[k])
+        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:9] if getattr(self, k) != _DEFAULTS[k])
         return f"Options({given})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (and copied) as its keywords: what it derives from them is built again."""
-        return (_from_keywords, ({k: getattr(self, k) for k in self.__slots__[:8]},))
+        return (_from_keywords, ({k: getattr(self, k) for k in self.__slots__[:9]},))
 
 
 def _from_keywords(keywords: dict[str, Any]) -> Options:
@@ -137,6 +143,7 @@ _DEFAULTS = {
     "code_fences": True,
     "reasoning_started": False,
     "stream_arguments": False,
+    "trim_blanks": False,
 }
 
 #: the default options (shared: building them is the cost of most of a small ``parse``)

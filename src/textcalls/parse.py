@@ -25,6 +25,7 @@ def parse(
     reasoning_started: bool = False,
     options: Options | None = None,
     truncated: bool = False,
+    trim_blanks: bool = False,
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -40,6 +41,13 @@ def parse(
     is a call. ``reasoning_started=True``: the text begins inside a reasoning span (the prompt opened
     ``<think>``), so a lone ``</think>`` ends it.
     Markup inside a markdown code fence in the content is text (``code_fences=False``: not so).
+    The content and the reasoning are stripped at both ends (``str.strip``; a stream keeps the model's
+    blanks). ``trim_blanks=True``: neither is stripped, and a stream gives the very same text whatever the
+    splitting: the blanks (spaces, tabs, line breaks) that touch a removed block or marker at the content's
+    edges are dropped (before its first visible character when a removal came before it, after its last
+    when one came after: the chat templates write them around the markup), and so are those at a
+    reasoning span's start and before its closer (with a span never closed, the blanks that end it stay);
+    a run of blanks longer than ``max_block`` always stays.
     ``options``: an ``Options`` holding these keywords, checked once (then give no other keyword).
     ``truncated=True``: the output was cut (``max_tokens``; ``finish_reason: "length"``), so a block the text
     ends inside was never finished: it is no call, and its markup is removed (counted in ``malformed``),
@@ -56,6 +64,7 @@ def parse(
         and calls_in_reasoning == "auto"
         and code_fences is True
         and reasoning_started is False
+        and trim_blanks is False
     )
     if options is None and not given:
         return _scan.impl.scan_whole(text, DEFAULT, truncated)  # it raises the TypeError below for a text not a str
@@ -70,6 +79,7 @@ def parse(
             calls_in_reasoning=calls_in_reasoning,
             code_fences=code_fences,
             reasoning_started=reasoning_started,
+            trim_blanks=trim_blanks,
         )
     elif given:
         raise TypeError("options= takes the place of the other keywords: give one or the other")

@@ -161,7 +161,8 @@ class ChunkRecovery:
         self._fences = self.screen.fences  # skipped content is still fed
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
-        self._floor = 1 if self.screen.every or opts.reasoning_started else 0
+        # (trim_blanks: a blank at a delta's end may be held, so every delta goes to the scrubber)
+        self._floor = 1 if self.screen.every or opts.reasoning_started or opts.trim_blanks else 0
         self.recovered = 0  #: tool calls recovered and emitted so far (streamed ones once ended), all choices
         #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
         self.abandoned = 0
