@@ -3,7 +3,8 @@
 A fixture is one raw model output with the tools offered and the parse a correct engine gives
 (``pip install canitoolcall``: the corpus ships in its wheel). Here there are no token ids: a stream is
 the raw text cut into character deltas. What a server knows from the chat template is told to
-textcalls as a gateway would: ``reasoning_started`` when the generation prompt (the fixture's, else its
+textcalls as a gateway would: ``trim_blanks=True`` always (the blanks the templates write around the
+markup are not content, and a stream then gives exactly what the whole text gives); ``reasoning_started`` when the generation prompt (the fixture's, else its
 model's template default, from the family's ``reference_models``) leaves ``<think>`` open. A fixture tagged ``truncated`` ended at ``max_tokens``: it is replayed with
 ``finish_reason: "length"``, and no stop token is ever appended.
 
@@ -52,9 +53,9 @@ def generation_prompt(fixture: Any) -> str:
 
 
 def options_for(fixture: Any, *, stream_arguments: bool = False) -> dict[str, Any]:
-    """The keywords a gateway gives textcalls for this fixture's request: ``reasoning_started`` where the
+    """The keywords a gateway gives textcalls for this fixture's request: ``trim_blanks``; ``reasoning_started`` where the
     generation prompt leaves a reasoning span open (and thinking was not turned off)."""
-    options: dict[str, Any] = {"tools": json.loads(json.dumps(fixture.tools))}  # plain lists and dicts
+    options: dict[str, Any] = {"tools": json.loads(json.dumps(fixture.tools)), "trim_blanks": True}
     if fixture.thinking is not False and generation_prompt(fixture).rstrip().endswith(_OPEN_THINK):
         options["reasoning_started"] = True
     if stream_arguments:

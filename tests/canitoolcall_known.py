@@ -31,6 +31,21 @@ KNOWN = {
     "qwen3-xml/q38-tool-call-token-in-arguments": "expected_match: tool_calls: expected ['write_file'], got []; content differs",
 }
 
+#: soft passes (a whitespace difference only), with ``trim_blanks=True``: the blank between the text and the
+#: opener is the markup's (dropped), where these fixtures keep it in the content. The corpus disagrees with
+#: itself here: ``gemma4/vllm-text-before-call`` (``'… for you. <|tool_call>…'`` -> ``'… for you.'``),
+#: ``glm/glm45-vllm-newline-format-content-before`` and ``qwen3-hermes/sglang-text-before-call-with-space``
+#: drop the same blank that ``gemma4/sglang-text-before-call`` keeps.
+BLANK_BEFORE_OPENER = {
+    "gemma4/sglang-text-before-call": "the blank before <|tool_call> kept in the content",
+    "kimi/k2i-vllm-empty-tool-section": "the blank before <|tool_calls_section_begin|> kept in the content",
+    "kimi/k2i-vllm-id-without-functions-prefix": "the blank before <|tool_calls_section_begin|> kept in the content",
+    "kimi/k2i-vllm-multiline-json": "the blank before <|tool_calls_section_begin|> kept in the content",
+    "kimi/k2i-vllm-single-call-content-before": "the blank before <|tool_calls_section_begin|> kept in the content",
+    "kimi/k2i-vllm-three-tool-calls": "the blank before <|tool_calls_section_begin|> kept in the content",
+    "llama/l3-sglang-text-before-python-tag": "the blank before <|python_tag|> kept in the content",
+}
+
 ONLY_STREAMED_ARGUMENTS = {
     "deepseek/vllm-v3-malformed-missing-brace": "a streamed call, then abandoned, withdraws the answer",
     "qwen3-hermes/bug-sglang-30480-truncated-mid-arguments": "a streamed call, then abandoned, withdraws the answer",
