@@ -2446,8 +2446,11 @@ cdef class StreamScrubber:
     cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _loud_short)
     cdef bint _words  # the table has word openers (_CSpec.word_tail must look at a delta's end)
     cdef bint _plain  # _settled() and _edges_plain() after the last call: feed may take its short path
-    # content blanks held since the last visible character shown (_show), how long; shown at once (too long);
-    # a visible content character was shown; removed, when the last one was
+    cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
+    # the body the call events have not seen: from this index of _parts on, this long; seen once this long
+    cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
+    # (trim_blanks) content blanks held since the last visible character shown (_show), how long; shown at
+    # once (too long); a visible content character was shown; removed, when the last one was
     cdef bint _trim  # blanks that touch markup at the edges are its (_show, _think)
     cdef list _blank
     cdef Py_ssize_t _blank_len
@@ -2456,9 +2459,6 @@ cdef class StreamScrubber:
     cdef list _rblank  # the same in a reasoning span (_think)
     cdef Py_ssize_t _rblank_len
     cdef bint _rloose, _rseen
-    cdef object _follow       # with stream_arguments: the _events.CallEvents of JSON-bodied blocks; else None
-    # the body the call events have not seen: from this index of _parts on, this long; seen once this long
-    cdef Py_ssize_t _follow_from, _follow_len, _follow_wants
 
     def __init__(self, *, options=None, **keywords):
         if options is None:
@@ -2709,6 +2709,10 @@ cdef class StreamScrubber:
         unless it ends with a blank or the blanks held need a decision (then ``_show``)."""
         if n == 0 or not self._trim or (self._edges_plain() and not _ws(PyUnicode_READ(kind, data, n - 1))):
             return text
+        return self._shown_text(text)
+
+    cdef str _shown_text(self, str text):
+        """``_show`` of ``text`` alone, joined."""
         cdef list out = []
         self._show(out, text)
         return _join(out)
@@ -2718,11 +2722,13 @@ cdef class StreamScrubber:
         return not self._trim or (
             self._blank_len == 0 and not self._loose and self._seen and self._snap == self.removed)
 
-    cdef inline bint _as_is(self, str text, Py_ssize_t n) noexcept:
-        """Content ``text`` (``n`` long, not 0) goes out as it is: no ``trim_blanks``, or nothing held or to
-        decide and no blank at its end."""
-        return not self._trim or (self._edges_plain() and not _ws(PyUnicode_READ(
-            PyUnicode_KIND(text), PyUnicode_DATA(text), n - 1)))
+    cdef int _trimmed(self, list out, str text, Py_ssize_t n) except -1:
+        """``_emit``'s content ``text`` (``n`` long, not 0) with ``trim_blanks``: as it is when nothing is held
+        or to decide and no blank ends it, else through ``_show``."""
+        if self._edges_plain() and not _ws(PyUnicode_READ(PyUnicode_KIND(text), PyUnicode_DATA(text), n - 1)):
+            out.append(text)
+            return 0
+        return self._show(out, text)
 
     cdef int _show(self, list out, str text) except -1:
         """Content text out, its blanks at the edges held (the rule in the class doc)."""
@@ -2996,16 +3002,18 @@ cdef class StreamScrubber:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         if n:
             if not self._reasoning:
-                if self._as_is(text, n):
+                if not self._trim:
                     out.append(text)
                 else:
-                    self._show(out, text)
+                    self._trimmed(out, text, n)
                 if self._lines:
                     self._line = _line_after(self._line, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, n)
             elif self._trim:
                 self._think(text)
+            elif self._thought.deferred is None:
+                self._reasoning_out.append(text)
             else:
-                self._reason(text)
+                self._thought.text(text)
             if self._after_block >= 0 and not _all_ws(text):
                 self._after_block = -1
         return 0
