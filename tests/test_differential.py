@@ -8,7 +8,7 @@ start (alone, or in one fence) and end, Harmony tokens, prose, CR/CRLF, non-ASCI
 random option sets cover ``formats`` (``None``, the defaults, opt-in formats, random subsets, none),
 ``max_block``, ``tools`` (none offered, tools with and without schemas), ``unknown_tools``,
 ``calls_in_reasoning``, ``code_fences``, ``reasoning_started``, ``trim_blanks`` and ``stream_arguments`` (each value
-given, or the option left out); with ``trim_blanks=True`` every comparison of content with ``parse``'s is exact
+given, or the option left out), and ``prompt_tail`` now and then; with ``trim_blanks=True`` every comparison of content with ``parse``'s is exact
 (without it a stream's content is compared stripped: ``parse`` strips). Three layers are compared, each on both implementations (``textcalls._scan.impl`` switched):
 
 - ``StreamScrubber``: per-feed output, reasoning, call counts and call events identical between Cython and the
@@ -867,6 +867,8 @@ def gen_options(g: G) -> dict:
         opts["reasoning_started"] = g.chance(0.65)
     if g.chance(0.3):
         opts["trim_blanks"] = g.chance(0.7)
+    if g.chance(0.08) and "formats" not in opts:  # (the tails are markup of default dialects)
+        opts["prompt_tail"] = g.pick(["<|start|>assistant", "<think>", "<|channel|>analysis<|message|>", ""])
     if g.chance(0.45):
         opts["stream_arguments"] = g.chance(0.6)
     g.streamed = bool(opts.get("stream_arguments"))
@@ -1318,7 +1320,12 @@ def check_screens(case: dict, text: str, parsed) -> list:
         if not all(says[:2]) and untouched(parse(text, **{k: v for k, v in plain(options).items() if k != "tools"})):
             says[:2] = [True, True]
     # (reasoning_started makes text reasoning without any markup: the screen is about markup only)
-    if not untouched(parsed) and not all(says) and not options.get("reasoning_started"):
+    if (
+        not untouched(parsed)
+        and not all(says)
+        and not options.get("reasoning_started")
+        and not options.get("prompt_tail")
+    ):
         found.append(
             differ(
                 "scrubber",

@@ -352,3 +352,69 @@ def test_analysis_channel_and_end_closed_calls(impl, tc, text, content, call):
     # the analysis channel without a recipient is still reasoning
     thought = tc.parse("<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>final<|message|>Hi")
     assert (thought.reasoning, thought.content, thought.calls) == ("plan", "Hi", [])
+
+
+# -- prompt_tail: the prompt ended with gpt-oss's open message header ---------------------------------------
+
+TAIL = "<|start|>assistant"
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+# what gpt-oss writes after a prompt that ends with the header's start (the recipient in the role header,
+# as the openai-harmony renderer and llama.cpp's tests write it; CanIToolCall's gpt-oss fixtures)
+AFTER_TAIL = [
+    (' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city": "Paris"}', "commentary"),
+    (' to=functions.get_weather<|channel|>commentary<|constrain|>json<|message|>{"city": "Paris"}', "no space"),
+    (' to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}', "plain json"),
+    (' to=functions.get_weather<|channel|>analysis <|constrain|>json<|message|>{"city": "Paris"}', "analysis"),
+]
+
+
+@pytest.mark.parametrize(("text", "label"), AFTER_TAIL)
+def test_an_output_that_goes_on_with_the_prompts_header_is_read_with_prompt_tail(impl, tc, text, label):
+    parsed = tc.parse(text, tools=WEATHER, prompt_tail=TAIL)
+    assert [(c.name, json.loads(c.arguments)) for c in parsed.calls] == [("get_weather", {"city": "Paris"})]
+    assert parsed.content == "" and parsed.reasoning == ""
+    # without the knob the header's end is not markup: the text stays as written, no call
+    plain = tc.parse(text, tools=WEATHER)
+    assert not plain.calls and plain.content == text.strip()
+    for cuts in ([], list(range(1, len(text))), [1, 4, 9, 30]):
+        got = feed_in_pieces(impl, text, cuts, tools=WEATHER, prompt_tail=TAIL)
+        assert got[0] == "" and got[2] == [("get_weather", parsed.calls[0].arguments)], cuts
+
+
+def test_the_prompt_tail_is_never_shown_and_the_channels_after_it_are_read(impl, tc):
+    parsed = tc.parse("<|channel|>analysis<|message|>Think.<|end|>" + FINAL, prompt_tail=TAIL)
+    assert (parsed.content, parsed.reasoning) == ("It is sunny in Paris.", "Think.")
+    assert tc.parse("<|channel|>final<|message|>Hi", prompt_tail=TAIL).content == "Hi"
+    # a tail that is not all markup of the enabled dialects would be shown: refused
+    for tail in ("Hello ", "x <", "<"):
+        with pytest.raises(ValueError, match="prompt_tail must be markup of the enabled dialects"):
+            tc.parse("world", prompt_tail=tail)
+    with pytest.raises(ValueError, match="prompt_tail must be markup"):
+        impl.StreamScrubber(prompt_tail=TAIL, formats=["hermes"])
+
+
+def test_prompt_tail_through_a_chunk_stream(impl):
+    from textcalls.stream import recover_stream
+
+    from .streams import ch
+
+    text = AFTER_TAIL[0][0]
+    chunks = [ch(role="assistant"), *(ch(text[i : i + 3]) for i in range(0, len(text), 3)), ch(finish="stop")]
+    out = list(recover_stream(iter(chunks), native=False, has_tools=True, tools=WEATHER, prompt_tail=TAIL))
+    deltas = [c["choices"][0] for c in out if c.get("choices")]
+    assert not "".join(d["delta"].get("content") or "" for d in deltas)
+    calls = [t for d in deltas for t in d["delta"].get("tool_calls") or ()]
+    assert [(t["function"]["name"], json.loads(t["function"]["arguments"])) for t in calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    assert deltas[-1]["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [(1, TypeError, "prompt_tail must be a str, not int"), ("x" * 257, ValueError, "at most 256 characters")],
+)
+def test_a_bad_prompt_tail_is_named(impl, tc, value, error, message):
+    for build in (lambda: tc.parse("x", prompt_tail=value), lambda: impl.StreamScrubber(prompt_tail=value)):
+        with pytest.raises(error, match=message):
+            build()

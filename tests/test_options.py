@@ -28,6 +28,8 @@ BAD = [
     ({"code_fences": 1}, TypeError, "code_fences must be a bool, not int"),
     ({"reasoning_started": "yes"}, TypeError, "reasoning_started must be a bool, not str"),
     ({"trim_blanks": 1}, TypeError, "trim_blanks must be a bool, not int"),
+    ({"prompt_tail": 1}, TypeError, "prompt_tail must be a str, not int"),
+    ({"prompt_tail": "x" * 257}, ValueError, "prompt_tail must be at most 256 characters, not 257"),
     ({"formats": "hermes"}, TypeError, "formats must be an iterable of dialect names"),
     ({"formats": ["klingon"]}, ValueError, "unknown dialect(s) ['klingon']"),
     ({"tools": {"name": "x"}}, TypeError, "tools must be a list"),

@@ -1540,6 +1540,7 @@ cdef class _Settings:
     cdef str unknown_tools, calls_in_reasoning
     cdef Py_ssize_t max_block
     cdef bint whole, has_tools, reasoning_started, code_fences, stream_arguments, trim_blanks
+    cdef str prompt_tail
     cdef int n_quiet  # Options.quiet as code points (quiet_chars); -1: None, no text is quiet
     cdef Py_UCS4 quiet_chars[QUIET_MAX]
 
@@ -1555,6 +1556,7 @@ cdef class _Settings:
         self.code_fences = options.code_fences
         self.stream_arguments = options.stream_arguments
         self.trim_blanks = options.trim_blanks
+        self.prompt_tail = options.prompt_tail
         self.n_quiet = -1 if options.quiet is None else len(options.quiet)
         if self.n_quiet > QUIET_MAX:
             raise ValueError(f"at most {QUIET_MAX} characters can begin markup, not {self.n_quiet}")
@@ -1645,19 +1647,20 @@ def use_python_parse(python_parse):
 
 def parse(text, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
           calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None, truncated=False,
-          trim_blanks=False):
+          trim_blanks=False, prompt_tail=""):
     """``textcalls.parse``: its common paths (no keyword, or only ``options`` an ``Options``; this extension
     in use) made here, without a Python frame; every other call goes to the Python ``parse``
     (``use_python_parse``)."""
     if (max_block is MAX_BLOCK and formats is None and tools is None and code_fences is True
             and reasoning_started is False and unknown_tools == "keep_text" and calls_in_reasoning == "auto"
-            and truncated is False and trim_blanks is False and (options is None or type(options) is Options)
+            and truncated is False and trim_blanks is False and prompt_tail == ""
+            and (options is None or type(options) is Options)
             and _this is not None and _scan_module.impl is _this):
         return _scan_whole(text, DEFAULT if options is None else options)
     return _python_parse(text, max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
                          calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
                          reasoning_started=reasoning_started, options=options, truncated=truncated,
-                         trim_blanks=trim_blanks)
+                         trim_blanks=trim_blanks, prompt_tail=prompt_tail)
 
 
 cdef object _written_call(str name, str text, Py_ssize_t lo, Py_ssize_t hi, str dialect, const Walked* walked):
@@ -2459,6 +2462,7 @@ cdef class StreamScrubber:
     cdef list _rblank  # the same in a reasoning span (_think)
     cdef Py_ssize_t _rblank_len
     cdef bint _rloose, _rseen
+    cdef Py_ssize_t _mute  # characters of the prompt tail still held: not shown if its markup turns out text
 
     def __init__(self, *, options=None, **keywords):
         if options is None:
@@ -2489,7 +2493,7 @@ cdef class StreamScrubber:
         self._whole_len = 0
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
         self._bare = None
-        if settings.has_tools and not self._holding and not settings.reasoning_started:
+        if settings.has_tools and not self._holding and not settings.reasoning_started and not settings.prompt_tail:
             self._bare = BareLead(self._ctx, self.max_block)
             self._holding = BARE_LEAD
         # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate;
@@ -2507,6 +2511,7 @@ cdef class StreamScrubber:
         self._rblank = []
         self._rblank_len = 0
         self._rloose = self._rseen = False
+        self._mute = 0
         if settings.reasoning_started:
             self._open_span()
         code_fences = settings.code_fences
@@ -2519,8 +2524,38 @@ cdef class StreamScrubber:
         memcpy(self._stop, self._spec.stop[variant], 128)
         memcpy(self._lit_only, self._spec.lit_only[variant], 128)
         self._words = self._spec.n_all != self._spec.n_entries
+        if settings.prompt_tail:
+            self._prime(settings.prompt_tail)
         self._plain = self._settled() and self._edges_plain()
         return 0
+
+    cdef int _prime(self, str tail) except -1:
+        """Read ``prompt_tail`` as the text before the output, then forget all it gave: nothing of it is shown.
+        ValueError unless it is markup of the enabled dialects read whole (none of it would be shown)."""
+        shown = self._feed(tail)
+        self._own_held()
+        if shown or (PyUnicode_GET_LENGTH(self._held) and self._held not in self._spec.table.literals):
+            raise ValueError(f"prompt_tail must be markup of the enabled dialects, none of it text: {tail!r}")
+        self._reasoning_out.clear()
+        self.calls.clear()
+        self.removed = self.malformed = self._snap = 0
+        self._blank.clear()
+        self._blank_len, self._loose, self._seen = 0, False, False
+        if self._follow is not None:
+            self._follow.take()
+        self._mute = PyUnicode_GET_LENGTH(self._held) + (
+            0 if self._opener is None else PyUnicode_GET_LENGTH(self._opener) + self._body_len)
+        return 0
+
+    cdef str _muted(self, str text):
+        """Content ``text`` without what is left of the prompt tail (a block it opened that was no call); once
+        something was removed, the tail was markup: nothing to take out."""
+        if self.removed:
+            self._mute = 0
+            return text
+        cdef Py_ssize_t k = min(self._mute, PyUnicode_GET_LENGTH(text))
+        self._mute -= k
+        return _slice(text, k, PyUnicode_GET_LENGTH(text))
 
     cdef inline int _enter(self) except -1:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between
@@ -2999,6 +3034,8 @@ cdef class StreamScrubber:
         return r
 
     cdef inline int _emit(self, list out, str text) except -1:
+        if self._mute and not self._reasoning:
+            text = self._muted(text)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         if n:
             if not self._reasoning:

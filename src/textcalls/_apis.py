@@ -229,7 +229,11 @@ def recover_bytes(
     if not has_tools:
         return body
     data = bytes(body) if isinstance(body, memoryview) else body
-    if opts.tools is None and not opts.reasoning_started and not may_contain_markup(data, formats=opts.formats):
+    if (
+        opts.tools is None
+        and not (opts.reasoning_started or opts.prompt_tail)
+        and not may_contain_markup(data, formats=opts.formats)
+    ):
         return body  # with tools a text may be a bare JSON call: always read
     try:
         answer = loads(bytes(data))

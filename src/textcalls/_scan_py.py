@@ -563,6 +563,7 @@ class StreamScrubber:
         "_rblank_len",
         "_rloose",
         "_rseen",
+        "_mute",
     )
 
     def __init__(self, *, options: Options | None = None, **keywords: Any) -> None:
@@ -607,7 +608,7 @@ class StreamScrubber:
         self._whole_len = 0
         # with tools, a message that starts with a bare JSON call of an offered tool (_table.BareLead)
         self._bare: BareLead | None = None
-        if self._ctx.has_tools and not self._holding and not reasoning_started:
+        if self._ctx.has_tools and not self._holding and not reasoning_started and not options.prompt_tail:
             self._bare = BareLead(self._ctx, max_block)
             self._holding = BARE_LEAD
         # with tools, content that ends with bare JSON calls from a line start: 4 = holding such a candidate
@@ -639,6 +640,33 @@ class StreamScrubber:
         self._rblank_len = 0
         self._rloose = False
         self._rseen = False
+        self._mute = 0  # characters of the prompt tail still held: not shown if its markup turns out text
+        if options.prompt_tail:
+            self._prime(options.prompt_tail)
+
+    def _prime(self, tail: str) -> None:
+        """Read ``prompt_tail`` as the text before the output, then forget all it gave: nothing of it is shown.
+        ValueError unless it is markup of the enabled dialects read whole (none of it would be shown)."""
+        if self._feed(tail) or (self._held and self._held not in self._spec.table.literals):
+            raise ValueError(f"prompt_tail must be markup of the enabled dialects, none of it text: {tail!r}")
+        self._reasoning_out.clear()
+        self.calls.clear()
+        self.removed = self.malformed = self._snap = 0
+        self._blank.clear()
+        self._blank_len, self._loose, self._seen = 0, False, False
+        if self._follow is not None:
+            self._follow.take()
+        self._mute = len(self._held) + (0 if self._opener is None else len(self._opener) + self._body_len)
+
+    def _muted(self, text: str) -> str:
+        """Content ``text`` without what is left of the prompt tail (a block it opened that was no call); once
+        something was removed, the tail was markup: nothing to take out."""
+        if self.removed:
+            self._mute = 0
+            return text
+        k = min(self._mute, len(text))
+        self._mute -= k
+        return text[k:]
 
     def _enter(self) -> None:
         """Mark a call as running; RuntimeError if one already is (the scrubber is shared between threads).
@@ -827,6 +855,8 @@ class StreamScrubber:
     # -- the state machine --------------------------------------------------------------------
 
     def _emit(self, out: list, text: str) -> None:
+        if self._mute and not self._reasoning:
+            text = self._muted(text)
         if text:
             if not self._reasoning:
                 if self._trim and (

@@ -14,6 +14,8 @@ from .markers import MAX_BLOCK
 __all__ = ["DEFAULT", "Options", "options_of"]
 
 _NO_TOOLS = Context(None)
+#: the longest ``prompt_tail``: the end of a generation prompt, not a prompt
+PROMPT_TAIL_MAX = 256
 
 
 class Options:
@@ -34,6 +36,7 @@ class Options:
         "reasoning_started",
         "stream_arguments",
         "trim_blanks",
+        "prompt_tail",
         "table",
         "ctx",
         "quiet",
@@ -49,6 +52,7 @@ class Options:
     reasoning_started: bool
     stream_arguments: bool
     trim_blanks: bool
+    prompt_tail: str
     table: Table
     ctx: Context
     quiet: tuple[str, ...] | None
@@ -66,6 +70,7 @@ class Options:
         reasoning_started: bool = False,
         stream_arguments: bool = False,
         trim_blanks: bool = False,
+        prompt_tail: str = "",
     ) -> None:
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
@@ -83,6 +88,10 @@ class Options:
             raise TypeError(f"stream_arguments must be a bool, not {type(stream_arguments).__name__}")
         if not isinstance(trim_blanks, bool):
             raise TypeError(f"trim_blanks must be a bool, not {type(trim_blanks).__name__}")
+        if not isinstance(prompt_tail, str):
+            raise TypeError(f"prompt_tail must be a str, not {type(prompt_tail).__name__}")
+        if len(prompt_tail) > PROMPT_TAIL_MAX:
+            raise ValueError(f"prompt_tail must be at most {PROMPT_TAIL_MAX} characters, not {len(prompt_tail)}")
         put = object.__setattr__  # read-only once made (see __setattr__)
         put(self, "table", table_for(formats))  # checks formats
         put(self, "ctx", _NO_TOOLS if tools is None else Context(tools))  # checks tools
@@ -95,6 +104,7 @@ class Options:
         put(self, "reasoning_started", reasoning_started)
         put(self, "stream_arguments", stream_arguments)
         put(self, "trim_blanks", trim_blanks)
+        put(self, "prompt_tail", prompt_tail)
         put(self, "quiet", self._quiet())
         put(self, "derived", {})
 
@@ -108,9 +118,9 @@ class Options:
         """The characters without which a text is all content, as it is (what can begin markup: the first
         character of every literal, the anchors of plain-word openers, ``{`` and ``[`` with tools; code fences
         only ever keep markup as text, so a backtick is not one of them); ``None`` when there are none such (a
-        whole-message format is enabled, or the text begins inside reasoning)."""
+        whole-message format is enabled, or the text begins inside reasoning or after a ``prompt_tail``)."""
         table = self.table
-        if table.whole or self.reasoning_started:
+        if table.whole or self.reasoning_started or self.prompt_tail:
             return None
         key = ("quiet", self.ctx.has_tools)  # the same for every Options of this table: built once
         quiet = table.derived.get(key)
@@ -122,12 +132,12 @@ class Options:
         return quiet
 
     def __repr__(self) -> str:
-        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:9] if getattr(self, k) != _DEFAULTS[k])
+        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:10] if getattr(self, k) != _DEFAULTS[k])
         return f"Options({given})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (and copied) as its keywords: what it derives from them is built again."""
-        return (_from_keywords, ({k: getattr(self, k) for k in self.__slots__[:9]},))
+        return (_from_keywords, ({k: getattr(self, k) for k in self.__slots__[:10]},))
 
 
 def _from_keywords(keywords: dict[str, Any]) -> Options:
@@ -144,6 +154,7 @@ _DEFAULTS = {
     "reasoning_started": False,
     "stream_arguments": False,
     "trim_blanks": False,
+    "prompt_tail": "",
 }
 
 #: the default options (shared: building them is the cost of most of a small ``parse``)

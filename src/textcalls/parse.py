@@ -26,6 +26,7 @@ def parse(
     options: Options | None = None,
     truncated: bool = False,
     trim_blanks: bool = False,
+    prompt_tail: str = "",
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -48,6 +49,10 @@ def parse(
     when one came after: the chat templates write them around the markup), and so are those at a
     reasoning span's start and before its closer (with a span never closed, the blanks that end it stay);
     a run of blanks longer than ``max_block`` always stays.
+    ``prompt_tail``: the end of the generation prompt when the output goes on with markup it opened (gpt-oss:
+    ``"<|start|>assistant"``, the output then starting `` to=functions.NAME<|channel|>…``): the text is read
+    as following it, and nothing of it is shown (at most 256 characters; ``reasoning_started=True`` is the
+    same for a prompt that ends inside ``<think>``).
     ``options``: an ``Options`` holding these keywords, checked once (then give no other keyword).
     ``truncated=True``: the output was cut (``max_tokens``; ``finish_reason: "length"``), so a block the text
     ends inside was never finished: it is no call, and its markup is removed (counted in ``malformed``),
@@ -65,6 +70,7 @@ def parse(
         and code_fences is True
         and reasoning_started is False
         and trim_blanks is False
+        and prompt_tail == ""
     )
     if options is None and not given:
         return _scan.impl.scan_whole(text, DEFAULT, truncated)  # it raises the TypeError below for a text not a str
@@ -80,6 +86,7 @@ def parse(
             code_fences=code_fences,
             reasoning_started=reasoning_started,
             trim_blanks=trim_blanks,
+            prompt_tail=prompt_tail,
         )
     elif given:
         raise TypeError("options= takes the place of the other keywords: give one or the other")

@@ -153,7 +153,12 @@ class ChunkRecovery:
         # from its first `{`, `[` or backtick after blanks): content skipped by the screens must then reach
         # the scrubber until its choice has shown non-blank text (see follow), as with code fences on — so
         # the screens are those of fences on (they skip less, never more), and `{`, `[` are starts too
-        self._bare = opts.tools is not None and not opts.reasoning_started and not (table.whole or table.anchored)
+        self._bare = (
+            opts.tools is not None
+            and not opts.reasoning_started
+            and not opts.prompt_tail
+            and not (table.whole or table.anchored)
+        )
         #: the screens, derived from the same table, fence setting and bare-call reading as the scrubbers
         self.screen = screen_for(table, opts.code_fences, self._bare)
         self.starts = self.screen.starts  #: what can begin markup, a fence run or a bare call in content
@@ -162,7 +167,7 @@ class ChunkRecovery:
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
         # (trim_blanks: a blank at a delta's end may be held, so every delta goes to the scrubber)
-        self._floor = 1 if self.screen.every or opts.reasoning_started or opts.trim_blanks else 0
+        self._floor = 1 if self.screen.every or opts.reasoning_started or opts.trim_blanks or opts.prompt_tail else 0
         self.recovered = 0  #: tool calls recovered and emitted so far (streamed ones once ended), all choices
         #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
         self.abandoned = 0
