@@ -5,7 +5,8 @@ A fixture is one raw model output with the tools offered and the parse a correct
 the raw text cut into character deltas. What a server knows from the chat template is told to
 textcalls as a gateway would: ``trim_blanks=True`` always (the blanks the templates write around the
 markup are not content, and a stream then gives exactly what the whole text gives); ``reasoning_started`` when the generation prompt (the fixture's, else its
-model's template default, from the family's ``reference_models``) leaves ``<think>`` open. A fixture tagged ``truncated`` ended at ``max_tokens``: it is replayed with
+model's template default, from the family's ``reference_models``) leaves ``<think>`` open, and
+``prompt_tail="<|start|>assistant"`` when it ends with gpt-oss's open message header. A fixture tagged ``truncated`` ended at ``max_tokens``: it is replayed with
 ``finish_reason: "length"``, and no stop token is ever appended.
 
 ``nonstream`` goes through ``recover_response`` (a ``chat.completion``), ``stream`` through
@@ -34,6 +35,8 @@ SPLITS = ("one", "char:0", "char:1", "char:2", "char:3")
 
 # what a generation prompt ends with when it leaves a reasoning span open
 _OPEN_THINK = ("<think>", "<|channel>thought", "[THINK]", "<|open|>think<|sep|>")
+# what a generation prompt ends with when it leaves a message header open (gpt-oss): ``prompt_tail``
+_OPEN_HEADER = "<|start|>assistant"
 
 
 def truncated(fixture: Any) -> bool:
@@ -56,8 +59,11 @@ def options_for(fixture: Any, *, stream_arguments: bool = False) -> dict[str, An
     """The keywords a gateway gives textcalls for this fixture's request: ``trim_blanks``; ``reasoning_started`` where the
     generation prompt leaves a reasoning span open (and thinking was not turned off)."""
     options: dict[str, Any] = {"tools": json.loads(json.dumps(fixture.tools)), "trim_blanks": True}
-    if fixture.thinking is not False and generation_prompt(fixture).rstrip().endswith(_OPEN_THINK):
+    prompt = generation_prompt(fixture)
+    if fixture.thinking is not False and prompt.rstrip().endswith(_OPEN_THINK):
         options["reasoning_started"] = True
+    if prompt.endswith(_OPEN_HEADER):  # the output goes on with the header the prompt opened
+        options["prompt_tail"] = _OPEN_HEADER
     if stream_arguments:
         options["stream_arguments"] = True
     return options
