@@ -537,3 +537,30 @@ def test_nothing_follows_the_withdrawal_in_sse_bytes(impl, step):
     assert recovery.failed and out.endswith(b"\n\n")
     last = out[out.rindex(b"data: ") :]
     assert json.loads(last[6:]) == abandoned_error_chunk() and b"xxxx" not in out and b"[DONE]" not in out
+
+
+def test_the_error_event_that_ends_a_crlf_stream_is_the_last_byte_in_any_split(impl):
+    """A streamed call cut by the end of the stream (``[DONE]``) ends it with the abandonment's error event,
+    written whole (``\\r\\n\\r\\n``). Fed a byte at a time, the ``[DONE]`` event's ``\\r\\n\\r`` was taken as
+    its end and the LF after it, which completed that (dropped) event, went out after the error event."""
+    import re
+
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": "<｜tool▁call▁begin｜>g<｜tool▁sep｜>{"}, "finish_reason": None}],
+    }
+    body = b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\r\n\r\ndata: [DONE]\r\n\r\n"
+    mask = lambda data: re.sub(rb"call_[0-9a-f]{16,}", b"call_X", data)  # noqa: E731  (the calls' ids)
+
+    def run(pieces):
+        recovery = SSERecovery(native=True, has_tools=True, stream_arguments=True)
+        sent = b"".join(recovery.feed(piece) for piece in pieces) + recovery.close()
+        assert recovery.failed
+        return mask(sent)
+
+    whole = run([body])
+    assert whole.endswith(b'"tool_call_abandoned"}}\r\n\r\n')
+    assert b"tool_call_abandoned" in whole[whole.rindex(b"data: ") :]  # the error event is the last
+    for size in (1, 2, 3, 5):
+        assert run([body[i : i + size] for i in range(0, len(body), size)]) == whole, size

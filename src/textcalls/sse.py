@@ -225,7 +225,9 @@ class SSEFraming:
         if verbatim < pos:
             out.append(bytes(buf[verbatim:pos]))
         if pos == n and n and buf[n - 1] == 0x0D:  # an LF first in the next input completes this CR: sent
-            self._lf = b"\n" if new is None or (new and self._keeps_end) else b""  # as the event was, or dropped
+            # as the event was, or dropped (with it, or after the error event that ended the stream: that one
+            # is written whole)
+            self._lf = b"\n" if new is None or (new and self._keeps_end and not self._stopped()) else b""
         del buf[:pos]
         self._scan = max(0, len(buf) - 3)
 
