@@ -539,16 +539,23 @@ def test_nothing_follows_the_withdrawal_in_sse_bytes(impl, step):
     assert json.loads(last[6:]) == abandoned_error_chunk() and b"xxxx" not in out and b"[DONE]" not in out
 
 
-def test_the_error_event_that_ends_a_crlf_stream_is_the_last_byte_in_any_split(impl):
-    """A streamed call cut by the end of the stream (``[DONE]``) ends it with the abandonment's error event,
-    written whole (``\\r\\n\\r\\n``). Fed a byte at a time, the ``[DONE]`` event's ``\\r\\n\\r`` was taken as
-    its end and the LF after it, which completed that (dropped) event, went out after the error event."""
+@pytest.mark.parametrize(
+    "content",
+    [
+        "<｜tool▁call▁begin｜>g<｜tool▁sep｜>{",  # cut by the stream's end: the error comes at [DONE]
+        "<longcat_tool_call><function=o>r</longcat_tool_call>",  # malformed: the error replaces its own event
+    ],
+)
+def test_the_error_event_that_ends_a_crlf_stream_is_the_last_byte_in_any_split(impl, content):
+    """A streamed call abandoned ends the stream with the abandonment's error event. Fed a byte at a time, an
+    event's ``\\r\\n\\r`` is taken as its end, and the LF after it completes it: sent only when the error event
+    itself ends with that CR (it replaced a content event), not after one written whole (at ``[DONE]``)."""
     import re
 
     chunk = {
         "id": "c",
         "object": "chat.completion.chunk",
-        "choices": [{"index": 0, "delta": {"content": "<｜tool▁call▁begin｜>g<｜tool▁sep｜>{"}, "finish_reason": None}],
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
     }
     body = b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\r\n\r\ndata: [DONE]\r\n\r\n"
     mask = lambda data: re.sub(rb"call_[0-9a-f]{16,}", b"call_X", data)  # noqa: E731  (the calls' ids)

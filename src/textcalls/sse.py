@@ -225,9 +225,10 @@ class SSEFraming:
         if verbatim < pos:
             out.append(bytes(buf[verbatim:pos]))
         if pos == n and n and buf[n - 1] == 0x0D:  # an LF first in the next input completes this CR: sent
-            # as the event was, or dropped (with it, or after the error event that ended the stream: that one
-            # is written whole)
-            self._lf = b"\n" if new is None or (new and self._keeps_end and not self._stopped()) else b""
+            if self._stopped():  # an error event ended the stream: the LF only if that event ends with this CR
+                self._lf = b"\n" if out and out[-1].endswith(b"\r") else b""
+            else:  # as the event was, or dropped
+                self._lf = b"\n" if new is None or (new and self._keeps_end) else b""
         del buf[:pos]
         self._scan = max(0, len(buf) - 3)
 
