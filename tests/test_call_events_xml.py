@@ -521,6 +521,17 @@ def test_unknown_tools_accept_streams_any_name(impl):
             '<tool_call>edit<arg_key>old</arg_key>\\n<arg_value>a "b"\n\tc</arg_value></tool_call>',
             '{"old": "a \\"b\\"\\n\\tc"}',
         ),
+        # GLM-4.7's compact body: whitespace is data, no layout trimmed (CanIToolCall
+        # glm/glm47-significant-whitespace); GLM-4.5's line-broken one keeps the trim
+        (
+            "<tool_call>edit<arg_key>old</arg_key><arg_value>  two  spaces\n</arg_value>"
+            "<arg_key>new</arg_key><arg_value>\nx\n</arg_value></tool_call>",
+            '{"old": "  two  spaces\\n", "new": "\\nx\\n"}',
+        ),
+        (
+            "<tool_call>edit\n<arg_key>old</arg_key>\n<arg_value>\nx\n</arg_value>\n</tool_call>",
+            '{"old": "x"}',
+        ),
         # a closing tag followed by text is text of the value; an unclosed value ends at the next key
         (
             "<tool_call>edit<arg_key>old</arg_key><arg_value>x</arg_value>y</arg_value>"

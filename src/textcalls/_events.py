@@ -369,6 +369,8 @@ class _XmlCall:
 
     #: the tags that may follow a value's closing tag for it to end there (xml._AFTER_VALUE, _AFTER_CALL)
     _after: ClassVar[dict[str, tuple[str, ...]]] = _AFTER
+    #: values are as written, no layout trimmed (GLM-4.7's compact bodies: ``_GlmCall``)
+    _verbatim: bool = False
 
     __slots__ = (
         "_owner",
@@ -502,8 +504,10 @@ class _XmlCall:
             self._kind = _VERBATIM
         elif written == "false":
             self._kind = _JSON
+        elif _stays_string(self._ctx, self._name, key):
+            self._kind = _VERBATIM if self._verbatim else _STRING
         else:
-            self._kind = _STRING if _stays_string(self._ctx, self._name, key) else _TYPED
+            self._kind = _TYPED
         opening = '"' if self._kind <= _VERBATIM else ""
         owner._send(("{" if not self._keys else ", ") + json.dumps(key, ensure_ascii=False) + ": " + opening)
         self._keys.add(key)
@@ -619,7 +623,7 @@ class _XmlCall:
             if value is NO_VALUE:
                 return self._stop()
         else:
-            value = xml._typed(self._ctx, self._name, self._key, xml._trim(raw))
+            value = xml._typed(self._ctx, self._name, self._key, raw if self._verbatim else xml._trim(raw))
         try:
             full = ARGUMENTS_ENCODER.encode(value)
         except (ValueError, RecursionError):
@@ -637,7 +641,7 @@ class _GlmCall(_XmlCall):
     """GLM bodies (``NAME<arg_key>K</arg_key><arg_value>V</arg_value>…``, ``dialects.xml.glm``): the call
     starts at its first key; its ``}`` comes with the block's end."""
 
-    __slots__ = ()
+    __slots__ = ("_verbatim",)
     _after: ClassVar[dict[str, tuple[str, ...]]] = {"end_param": ("param",)}
 
     def _call_tag(self) -> bool:
@@ -659,6 +663,7 @@ class _GlmCall(_XmlCall):
         ):
             return self._stop()
         self._name = name
+        self._verbatim = not buf[cut - 1].isspace()  # GLM-4.7's compact body: whitespace is data (xml.glm)
         self._owner._start(name, None, _XML)
         self._buf = buf[cut:]
         self._step = self._between

@@ -348,8 +348,9 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 
     NAME is the text before the first ``<arg_key>`` (the whole body if there is none), stripped;
     it must be non-empty and free of ``<``, ``>``, ``{`` and newlines. Values lose the
-    layout around them (``_trim``) and are typed by the schema (strings without one); no
-    arguments gives ``{}``. ``[]`` when malformed.
+    layout around them (``_trim``), but in GLM-4.7's compact body (``<arg_key>`` right after NAME, no
+    whitespace between) where whitespace is data: there they are as written. They are typed by the schema
+    (strings without one); no arguments gives ``{}``. ``[]`` when malformed.
     """
     cut = body.find("<arg_key>")
     name = (body if cut < 0 else body[:cut]).strip()
@@ -364,7 +365,7 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     call, _, _ = reader.call(name, 0, cut)
     if call is None or call.inner.strip():
         return []
-    made = _typed_call(name, [(p.head, p) for p in call.params], ctx)
+    made = _typed_call(name, [(p.head, p) for p in call.params], ctx, not body[cut - 1].isspace())
     return [] if made is None else [made]
 
 
@@ -491,14 +492,15 @@ def _attribute_calls(calls: list[_Call] | None, ctx: Context) -> list[ToolCall]:
     return out
 
 
-def _typed_call(tool: str, pairs: list[tuple[str, _Param]], ctx: Context) -> ToolCall | None:
-    """A call from (raw name, parameter) pairs: names stripped, values trimmed and typed."""
+def _typed_call(tool: str, pairs: list[tuple[str, _Param]], ctx: Context, verbatim: bool = False) -> ToolCall | None:
+    """A call from (raw name, parameter) pairs: names stripped, values trimmed (``verbatim``: as written) and
+    typed."""
     args: dict = {}
     for raw_name, param in pairs:
         name = _param_name(raw_name)
         if name is None:
             return None
-        args[name] = _typed(ctx, tool, name, param.trimmed())
+        args[name] = _typed(ctx, tool, name, param.value if verbatim else param.trimmed())
     return make_call(tool, args)
 
 
