@@ -404,6 +404,14 @@ class _Spec:
         self.by_first: dict = {}
         for entry in sorted(entries, key=lambda e: -len(e[0])):
             self.by_first.setdefault(entry[0][0], []).append(entry)
+        # the same by first two characters (those of one character in each list of theirs, in order; a pair
+        # that begins no literal of two or more has only those, in by_one): the literals that can match at an
+        # index with two characters of text from it, those of ``by_first`` that do not being skipped unread
+        self.by_one: dict = {c: [e for e in es if len(e[0]) == 1] for c, es in self.by_first.items()}
+        self.by_two: dict = {}
+        for es in self.by_first.values():
+            for pair in {e[0][:2] for e in es if len(e[0]) > 1}:
+                self.by_two[pair] = [e for e in es if e[0].startswith(pair) or len(e[0]) == 1]
         self.strong: dict = {}
         for b in sorted((b for b in table.blocks if b.strong), key=lambda b: -len(b.opener)):
             self.strong.setdefault(b.opener[0], []).append((b.opener, b.delimiters))
@@ -1119,7 +1127,9 @@ class StreamScrubber:
             if i - len(word) >= p and s.startswith(word, i - len(word)):
                 return ("block", k, i)  # a word opener ends here: the body starts at its anchor
         matches = []
-        for entry in spec.by_first.get(s[i], ()):
+        # (a literal that does not begin with the two characters here cannot match)
+        two = spec.by_two.get(s[i : i + 2]) or spec.by_one.get(s[i], ()) if i + 1 < n else spec.by_first.get(s[i], ())
+        for entry in two:
             r = _match(s, i, entry[0])
             if r == -1 and not final:
                 return hold
