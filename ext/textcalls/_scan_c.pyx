@@ -1627,7 +1627,8 @@ cdef object _scan_whole(text, options, bint truncated=False):
         content = scrubber._feed(text)
     scrubber._truncated = truncated
     content += scrubber._flush()
-    content += scrubber._edges_end()
+    if settings.trim_blanks:
+        content += scrubber._edges_end()
     return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed,
                    settings.trim_blanks)
 
@@ -2649,7 +2650,7 @@ cdef class StreamScrubber:
         try:
             self._truncated = truncated
             text = self._flush()
-            return text + self._edges_end()
+            return text + self._edges_end() if self._trim else text
         finally:
             self._plain = self._settled() and self._edges_plain()
             self._busy = False

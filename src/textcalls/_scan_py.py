@@ -727,7 +727,8 @@ class StreamScrubber:
         self._enter()
         try:
             self._truncated = truncated
-            return self._flush() + self._edges_end()
+            text = self._flush()
+            return text + self._edges_end() if self._trim else text
         finally:
             self._busy.release()
 
