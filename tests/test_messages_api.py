@@ -21,7 +21,21 @@ from textcalls.messages_api import (
 )
 
 from .gateway_support import api_texts
-from .gateway_support.api_texts import EXPECTED, LEAKS, NAMES, PROPERTY, Gateway, log_lines, run, seen, split, texts
+from .gateway_support.api_texts import (
+    EXPECTED,
+    LEAKS,
+    NAMES,
+    PROPERTY,
+    AfterBlanks,
+    Gateway,
+    is_end,
+    log_lines,
+    run,
+    seen,
+    split,
+    texts,
+    without_end,
+)
 from .gateway_support.api_upstream import message_body, message_events, sse
 from .gateway_support.upstream import HERMES, PLAIN
 
@@ -50,7 +64,7 @@ def check(events: list, leaks=LEAKS, end="") -> dict:
             assert e["index"] in open_
             delta = e["delta"]
             if delta["type"] == "text_delta":
-                assert delta["text"] == end or not any(c in delta["text"] for c in leaks)
+                assert is_end(delta["text"], end) or not any(c in delta["text"] for c in leaks)
                 blocks[e["index"]]["text"] += delta["text"]
             else:
                 partial[e["index"]] = partial.get(e["index"], "") + delta["partial_json"]
@@ -64,7 +78,7 @@ def check(events: list, leaks=LEAKS, end="") -> dict:
         else:
             assert kind == "ping"
     for block in blocks:
-        assert not any(c in block.get("text", "").removesuffix(end) for c in leaks)
+        assert not any(c in without_end(block.get("text", ""), end) for c in leaks)
     return {**message, "content": blocks}
 
 
@@ -83,14 +97,16 @@ def calls_of(content: list) -> list:
 # --- the library ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("options", [{}, {"trim_blanks": True}], ids=["default", "trim_blanks"])
 @PROPERTY
 @given(texts(), st.data())
-def test_any_split_gives_the_whole_message_recovery(impl, drawn, data):
+def test_any_split_gives_the_whole_message_recovery(impl, options, drawn, data):
     text, expected, end = drawn
     upstream = sse(message_events("m", api_texts.pieces(data.draw, text)))
-    out, _ = run(MessagesSSERecovery(native=True, has_tools=True, tools=TOOLS), split(data.draw, upstream))
-    message = check(seen(out), end=end)
-    whole = recover_message(message_body("m", text), native=True, has_tools=True, tools=TOOLS)
+    recovery = MessagesSSERecovery(native=True, has_tools=True, tools=TOOLS, **options)
+    out, _ = run(recovery, split(data.draw, upstream))
+    message = check(seen(out), end=AfterBlanks(end) if options else end)
+    whole = recover_message(message_body("m", text), native=True, has_tools=True, tools=TOOLS, **options)
     assert masked(message["content"]) == masked(whole["content"])
     assert calls_of(message["content"]) == expected
     assert message["stop_reason"] == whole["stop_reason"] == ("tool_use" if expected else "end_turn")

@@ -20,7 +20,21 @@ from textcalls.responses_api import (
 )
 
 from .gateway_support import api_texts
-from .gateway_support.api_texts import EXPECTED, LEAKS, NAMES, PROPERTY, Gateway, log_lines, run, seen, split, texts
+from .gateway_support.api_texts import (
+    EXPECTED,
+    LEAKS,
+    NAMES,
+    PROPERTY,
+    AfterBlanks,
+    Gateway,
+    is_end,
+    log_lines,
+    run,
+    seen,
+    split,
+    texts,
+    without_end,
+)
 from .gateway_support.api_upstream import response_body, response_events, sse
 from .gateway_support.upstream import HERMES, PLAIN
 
@@ -39,7 +53,7 @@ def check(events: list, leaks=LEAKS, end="") -> dict:
     """The final ``response`` of a stream a client saw, after checking every event against the others as the
     SDK's accumulator reads them: consecutive sequence numbers, deltas adding up to the done texts and
     arguments, items done as added, the final output the items done, and none of ``leaks`` in any text (but
-    ``end``, the held end of the text, sent in one delta of its own when the text ends)."""
+    ``end``, the held end of the text, sent in one delta of its own when the text ends; an ``AfterBlanks``: maybe after blanks)."""
     assert [e["sequence_number"] for _, e in events] == list(range(len(events)))
     items: dict = {}
     texts_: dict = {}
@@ -59,7 +73,7 @@ def check(events: list, leaks=LEAKS, end="") -> dict:
         elif t == "response.output_text.delta":
             assert e["item_id"] == items[at]["id"]
             texts_[key] += e["delta"]
-            assert e["delta"] == end or not any(c in e["delta"] for c in leaks)
+            assert is_end(e["delta"], end) or not any(c in e["delta"] for c in leaks)
         elif t == "response.output_text.done":
             assert e["text"] == texts_[key]
         elif t == "response.content_part.done":
@@ -83,7 +97,7 @@ def check(events: list, leaks=LEAKS, end="") -> dict:
     assert final["output"] == [done[i] for i in sorted(done)]
     for item in final["output"]:
         for part in item.get("content", ()):
-            assert not any(c in part["text"].removesuffix(end) for c in leaks)
+            assert not any(c in without_end(part["text"], end) for c in leaks)
     return final
 
 
@@ -102,14 +116,16 @@ def calls_of(output: list) -> list:
 # --- the library ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("options", [{}, {"trim_blanks": True}], ids=["default", "trim_blanks"])
 @PROPERTY
 @given(texts(), st.data())
-def test_any_split_gives_the_whole_response_recovery(impl, drawn, data):
+def test_any_split_gives_the_whole_response_recovery(impl, options, drawn, data):
     text, expected, end = drawn
     upstream = sse(response_events("m", api_texts.pieces(data.draw, text)))
-    out, _ = run(ResponsesSSERecovery(native=True, has_tools=True, tools=TOOLS), split(data.draw, upstream))
-    final = check(seen(out), end=end)
-    whole = recover_responses(response_body("m", text), native=True, has_tools=True, tools=TOOLS)
+    recovery = ResponsesSSERecovery(native=True, has_tools=True, tools=TOOLS, **options)
+    out, _ = run(recovery, split(data.draw, upstream))
+    final = check(seen(out), end=AfterBlanks(end) if options else end)
+    whole = recover_responses(response_body("m", text), native=True, has_tools=True, tools=TOOLS, **options)
     assert masked(final["output"]) == masked(whole["output"])
     assert calls_of(final["output"]) == expected
     assert final["usage"] == whole["usage"] == response_body("m", text)["usage"]

@@ -1,5 +1,5 @@
 """``trim_blanks=True``: the blanks that touch removed markup at the content's edges are the markup's, and a
-stream gives exactly what ``parse`` gives, whatever the splitting (README, "Blanks around the markup").
+stream gives exactly what ``parse`` gives, whatever the splitting (``docs/options.md``).
 
 The rule, as written in ``parse``'s docstring: a run of blanks (spaces, tabs, line breaks) is dropped when it
 lies between the content's start and its first visible character and a removal (a block, a marker, a

@@ -72,6 +72,27 @@ def texts(draw) -> tuple:
     return "".join(parts) + end, found, end
 
 
+class AfterBlanks(str):
+    """A held end that may go out after blanks: with ``trim_blanks`` the blanks since the last visible character
+    are held with it (``docs/options.md``), or dropped where they touched removed markup."""
+
+
+_BLANKS = " \t\n\r\f\v"
+
+
+def is_end(delta: str, end: str) -> bool:
+    """``delta`` is the held end (``end``; an ``AfterBlanks``: maybe after blanks)."""
+    if isinstance(end, AfterBlanks):
+        return delta.endswith(end) and not delta[: len(delta) - len(end)].strip(_BLANKS)
+    return delta == end
+
+
+def without_end(text: str, end: str) -> str:
+    """``text`` without its held end (``str.removesuffix``; an ``AfterBlanks``: and the blanks before it)."""
+    text = text.removesuffix(end)
+    return text.rstrip(_BLANKS) if isinstance(end, AfterBlanks) else text
+
+
 def pieces(draw, text: str) -> list:
     """``text`` cut at drawn places (at least one piece)."""
     cuts = sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=8))) if len(text) > 1 else []
