@@ -218,6 +218,10 @@ STRINGS = [
     "```",
     "</think>",
     '{"a": 1}',
+    "<tool_call|>",
+    "</function>",
+    "[TOOL_CALLS]",
+    "</｜DSML｜invoke>",
 ]
 DS_SEP = "<\uff5ctool\u2581sep\uff5c>"
 

@@ -24,6 +24,10 @@ def test_the_shipped_table_is_within_its_limits():
         (Block("x", "word", None, "hermes", anchor="（"), "anchor must be one ASCII character"),
         (Marker("x", "<\U0001f527>"), "characters must be in the BMP: '<\U0001f527>'"),
         (Block("x", "<x>", "</\U0001f527>", "hermes"), "characters must be in the BMP"),
+        (Block("x", "<x>", "</x>", "hermes", values=(("<v>", "</v>"),) * 5), "at most 4 value tag pairs a block"),
+        (Block("x", "<x>", "</x>", "hermes", values=(("[v]", "</v>"),)), "a value tag must be 2-40 BMP"),
+        (Block("x", "<x>", "</x>", "hermes", values=(("<v>", "<"),)), "a value tag must be 2-40 BMP"),
+        (Block("x", "<x>", "</x>", "hermes", values=(("<v ", "</v>"),), value_head_end="|>"), "'|>'"),
     ],
 )
 def test_an_entry_outside_the_limits_is_named(extra, message):
@@ -42,7 +46,7 @@ def test_too_many_first_characters():
 
 def test_the_extension_is_built_for_these_limits():
     _scan_c = pytest.importorskip("textcalls._scan_c")
-    assert _scan_c.TABLE_LIMITS == (markers.LITERAL_MAX, markers.FIRST_CHARS_MAX)
+    assert _scan_c.TABLE_LIMITS == (markers.LITERAL_MAX, markers.FIRST_CHARS_MAX, markers.VALUES_MAX)
 
 
 @pytest.fixture

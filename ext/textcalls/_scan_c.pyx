@@ -22,6 +22,7 @@ from textcalls._table import BareLead, json_proof, read_bare, read_block, read_u
 from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
 from textcalls.markers import DEEPSEEK_SEP, MAX_BLOCK
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
+from textcalls.markers import VALUES_MAX as MARKERS_VALUES_MAX
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
@@ -66,13 +67,15 @@ cdef extern from "Python.h":
 cdef enum:
     LIT_MAX = 40     # markers.LITERAL_MAX: the longest literal
     FIRST_MAX = 8    # markers.FIRST_CHARS_MAX: distinct first characters
+    VALUES_MAX = 4   # markers.VALUES_MAX: value tag pairs a block
     PAIR_HASH = 64   # _CSpec.pair_at's row: second characters by their low bits
     MAX_DEPTH_ARRAY = 1002  # relaxed_json.MAX_DEPTH + 2: the repairs' bracket stack
     SHORT_DELTA = 32  # a delta this long or shorter is screened in one pass, a longer one by memchr per character
     QUIET_MAX = 16   # Options.quiet: literals' first characters (FIRST_MAX), '{' and '['
 
-TABLE_LIMITS = (LIT_MAX, FIRST_MAX)  #: what this build's arrays hold: (longest literal, first characters)
-if TABLE_LIMITS != (LITERAL_MAX, FIRST_CHARS_MAX):
+#: what this build's arrays hold: (longest literal, first characters, value tag pairs a block)
+TABLE_LIMITS = (LIT_MAX, FIRST_MAX, VALUES_MAX)
+if TABLE_LIMITS != (LITERAL_MAX, FIRST_CHARS_MAX, MARKERS_VALUES_MAX):
     raise ImportError("textcalls._scan_c was built for other table limits than markers.py states")
 
 ctypedef struct Lit:
@@ -657,6 +660,14 @@ cdef class _CSpec:
     cdef int* dialect_blocks
     cdef int* dialect_lo
     cdef bint* has_starts       # per block kind: the body's first character is restricted
+    # per block kind: its value tags (Block.values), VALUES_MAX slots each, n_values used; the end of an
+    # opening tag's head (value_head: "" for ">")
+    cdef Lit* value_open
+    cdef Lit* value_close
+    cdef Lit* value_head
+    cdef int* n_values
+    cdef bint value_stop[128]   # what _lex looks at inside a value: "<" and the strong openers' first characters
+    cdef bint span_first[128]   # the reasoning span closers' first characters (a block in a span ends at one)
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
     cdef bint lex_stop[2][128]  # what _lex must look at outside a JSON string: closers' and literals' first
@@ -705,6 +716,10 @@ cdef class _CSpec:
         self.marker_reasoning = <int*>PyMem_Malloc(max(1, nm) * sizeof(int))
         self.block_entry = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.has_starts = <bint*>PyMem_Malloc(max(1, nb) * sizeof(bint))
+        self.value_open = <Lit*>PyMem_Malloc(max(1, nb) * VALUES_MAX * sizeof(Lit))
+        self.value_close = <Lit*>PyMem_Malloc(max(1, nb) * VALUES_MAX * sizeof(Lit))
+        self.value_head = <Lit*>PyMem_Malloc(max(1, nb) * sizeof(Lit))
+        self.n_values = <int*>PyMem_Malloc(max(1, nb) * sizeof(int))
         self.starts = <bint*>PyMem_Malloc(max(1, nb) * 128 * sizeof(bint))
         self.dialect_names = tuple(b.dialect for b in table.blocks)
         self.dialects = sorted({b.dialect for b in table.blocks} | {m.dialect for m in table.markers})
@@ -712,13 +727,15 @@ cdef class _CSpec:
         self.dialect_lo = <int*>PyMem_Malloc((len(self.dialects) + 1) * sizeof(int))
         if not (self.entries and self.closers and self.json_end and self.json_strings and self.plain_skip
                 and self.block_dialect and self.one_pass and self.marker_reasoning and self.block_entry
-                and self.has_starts and self.starts and self.dialect_blocks and self.dialect_lo):
+                and self.has_starts and self.starts and self.dialect_blocks and self.dialect_lo
+                and self.value_open and self.value_close and self.value_head and self.n_values):
             raise MemoryError()
         for c in range(128):
             self.lex_stop[LEX_IN_JSON][c] = chr(c) in '"{}[]'
             self.lex_stop[LEX_BEFORE_JSON][c] = c == 0x7B
             self.first[c] = False
             self.strong_first[c] = False
+            self.span_first[c] = False
             self.anchors[c] = False
             self.first_lo[c] = 0
             self.first_hi[c] = 0
@@ -782,6 +799,8 @@ cdef class _CSpec:
                 self.n_first += 1
             if en.strong:
                 self.strong_first[ord(text[0])] = True
+            if en.reasoning < 0:
+                self.span_first[ord(text[0])] = True
             self.triple[_triple(ord(text[0]), ord(text[1]), ord(text[2]) if len(text) > 2 else 0)] = True
             if len(text) == 2:  # a 2-character literal: any third character may follow
                 for c in range(4096):
@@ -851,6 +870,15 @@ cdef class _CSpec:
             self.has_starts[k] = b.starts is not None
             for c in range(128):
                 self.starts[k * 128 + c] = b.starts is not None and chr(c) in b.starts
+            if len(b.values) > VALUES_MAX:
+                raise ValueError(f"at most {VALUES_MAX} value tag pairs a block: {b.dialect}")
+            self.n_values[k] = len(b.values)
+            for f, (opening, closing) in enumerate(b.values):
+                _lit(&self.value_open[k * VALUES_MAX + f], opening)
+                _lit(&self.value_close[k * VALUES_MAX + f], closing)
+            _lit(&self.value_head[k], "" if b.value_head_end == ">" else b.value_head_end)
+        for c in range(128):
+            self.value_stop[c] = c == 0x3C or self.strong_first[c]
 
     def __dealloc__(self):
         PyMem_Free(self.entries)
@@ -863,6 +891,10 @@ cdef class _CSpec:
         PyMem_Free(self.marker_reasoning)
         PyMem_Free(self.block_entry)
         PyMem_Free(self.has_starts)
+        PyMem_Free(self.value_open)
+        PyMem_Free(self.value_close)
+        PyMem_Free(self.value_head)
+        PyMem_Free(self.n_values)
         PyMem_Free(self.starts)
         PyMem_Free(self.dialect_blocks)
         PyMem_Free(self.dialect_lo)
@@ -2366,10 +2398,43 @@ cdef enum Holding:
     BARE_TAIL     # with tools: holding a possible bare JSON call from a line start to the end
 
 cdef enum Lexed:
-    LX_CLOSE, LX_PROSE, LX_MORE, LX_CAP, LX_END
+    LX_CLOSE, LX_PROSE, LX_MORE, LX_CAP, LX_END, LX_RAW
 
 cdef enum Cand:
     C_HOLD, C_PROSE, C_MARKER, C_BLOCK
+
+
+cdef inline Py_ssize_t _value_tag(int kind, const void* d, Py_ssize_t n, Py_ssize_t i, const Lit* opening,
+                                  const Lit* head, bint final) noexcept:
+    """Where the value starts when a value tag (``opening``, its head up to ``head``, ``>`` when empty:
+    ``Block.values``) starts at ``i``; -1 when none does; -2 undecided (the text ends first)."""
+    cdef int r = _match(kind, d, n, i, opening)
+    cdef Py_ssize_t j, k, stop
+    cdef Py_UCS4 c = 0
+    if r == -1:
+        return -1 if final else -2
+    if r == 0:
+        return -1
+    j = i + opening.n
+    if opening.ch[opening.n - 1] == 0x3E:  # '>': the whole tag
+        return j
+    stop = min(n, j + C_ATTR_MAX)
+    k = j
+    while k < stop:
+        c = PyUnicode_READ(kind, d, k)
+        if c == 0x3C or c == 0x3E:
+            break
+        k += 1
+    if k >= stop:
+        return -2 if n < j + C_ATTR_MAX and not final else -1
+    if head.n == 0:
+        return k + 1 if c == 0x3E else -1
+    if c != 0x3C:
+        return -1
+    r = _match(kind, d, n, k, head)
+    if r == -1:
+        return -1 if final else -2
+    return k + head.n if r == 1 else -1
 
 
 cdef class StreamScrubber:
@@ -2416,6 +2481,11 @@ cdef class StreamScrubber:
     cdef bint _before_json    # inside a block: its JSON value (the first `{`, or a leading `[`) has not begun
     cdef bint _poisoned       # inside a block: scanned without JSON-string awareness (see _poison_until)
     cdef bint _in_str, _esc   # inside a block's JSON: in a string, right after a backslash in one
+    # inside a block's value tag (Block.values): the pair's index (-1: outside one); the body offset of the first
+    # closer or opener inside it (-1: none yet), and whether that is the closer (else an opener)
+    cdef int _value
+    cdef Py_ssize_t _raw_at
+    cdef bint _raw_close
     cdef bint _at_start       # inside a block: no non-blank character of its body seen yet
     cdef Py_ssize_t _depth
     cdef object _walked_s     # inside a block: the buffer in which _lex read the plain object _walked (None: none)
@@ -2488,6 +2558,7 @@ cdef class StreamScrubber:
         self._after_block = -1
         self._poison_until = 0
         self._opener = None
+        self._value = self._raw_at = -1
         self._parts = []
         self._holding = WHOLE_BLANK if settings.whole else NOT_HOLDING
         self._whole_parts = []
@@ -3088,7 +3159,8 @@ cdef class StreamScrubber:
                     self._parts.append(piece)
                     if self._follow is not None:
                         self._follow_len += q - p
-                        if self._follow_len >= self._follow_wants:
+                        # (not past a closer or opener inside a value that may never close: see LX_RAW)
+                        if self._follow_len >= self._follow_wants and self._raw_at < 0:
                             self._follow_wants = self._follow.body("".join(self._parts[self._follow_from:]))
                             self._follow_from, self._follow_len = len(self._parts), 0
                     self._body_len += q - p
@@ -3122,12 +3194,27 @@ cdef class StreamScrubber:
                         self._follow.drop()
                     p = q
                     continue
-                # No closer outside a JSON string within the cap: the first raw closer ends the block.
                 body = "".join(self._parts) + _slice(s, p, PyUnicode_GET_LENGTH(s))
                 gbody = self._opened_at + PyUnicode_GET_LENGTH(self._opener)
-                self._poison_until = max(self._poison_until, NEVER if kind == LX_END else gbody + self.max_block + 1)
                 closer = self._spec.table.blocks[self._kind].closer or ""
-                c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
+                if kind == LX_RAW:  # a value that never closed: the first closer or opener inside it decides
+                    c = self._raw_at
+                    if self._raw_close:
+                        self._finish(body[:c], out, closer)
+                        s, base = body[c + len(closer):], gbody + c + len(closer)
+                    else:
+                        self._emit(out, self._opener + body[:c])
+                        self._opener = None
+                        if self._follow is not None:
+                            self._follow.drop()
+                        s, base = body[c:], gbody + c
+                    p = 0
+                    continue
+                # No closer outside a JSON string (or a value) within the cap: the first raw closer ends the block.
+                # At the end of the text, only one inside a string that never closed: every other is data.
+                self._poison_until = max(self._poison_until, NEVER if kind == LX_END else gbody + self.max_block + 1)
+                c = -1 if self._json_end or (kind == LX_END and not self._in_str) else (
+                    body.find(closer, 0, self.max_block + len(closer)))
                 calls = None
                 if c < 0 and kind == LX_END:  # the message ended inside the block: a call if complete
                     calls = read_unterminated(self._spec.table, self._kind, self._opener, body, self._ctx,
@@ -3400,6 +3487,7 @@ cdef class StreamScrubber:
         self._before_json = True
         self._in_str = False
         self._esc = False
+        self._value = self._raw_at = -1
         self._depth = 0
         self._at_start = True
         self._walked_s = None
@@ -3486,13 +3574,55 @@ cdef class StreamScrubber:
         cdef int own = spec.block_entry[self._kind]  # meeting its own opener again ends a block too
         cdef Py_UCS4 c
         cdef int f  # the lex_stop set that holds
-        cdef int r
+        cdef int r, e, v
         cdef bint lead
         cdef Py_ssize_t w
+        cdef Py_ssize_t at = self._body_len - p  # + an index in s: its offset in the body
         if self._esc and p < end:
             p += 1
             self._esc = False
         while p < end:
+            if self._value >= 0:  # inside a value: only its closing tag ends it (closer and openers are data)
+                p = _past_run(kind, d, p, end, spec.value_stop)
+                if p >= end:
+                    break
+                c = PyUnicode_READ(kind, d, p)
+                v = self._kind * VALUES_MAX + self._value
+                r = _match(kind, d, n, p, &spec.value_close[v])
+                if r == 1:
+                    self._value = self._raw_at = -1
+                    p += spec.value_close[v].n
+                    continue
+                if r == -1 and not final:
+                    out[0] = p
+                    return LX_MORE
+                if self._raw_at < 0:  # the first closer or opener inside: the block's end if the value never closes
+                    if closer.n and c == closer.ch[0]:
+                        r = _match(kind, d, n, p, closer)
+                        if r == 1:
+                            self._raw_at, self._raw_close = at + p, True
+                        elif r == -1 and not final:
+                            out[0] = p
+                            return LX_MORE
+                    if self._raw_at < 0 and ((c < 128 and spec.strong_first[c]) or c == spec.entries[own].lit.ch[0]):
+                        r = spec.opener_at(kind, d, n, p, final, own)
+                        if r == 1:
+                            self._raw_at, self._raw_close = at + p, False
+                        elif r == -1:
+                            out[0] = p
+                            return LX_MORE
+                w = _value_tag(kind, d, n, p, &spec.value_open[v], &spec.value_head[self._kind], final)
+                if w >= 0:  # another value opens: this one never closed
+                    if self._raw_at >= 0:
+                        out[0] = p
+                        return LX_RAW
+                    self._value = -1
+                    continue
+                if w == -2:
+                    out[0] = p
+                    return LX_MORE
+                p += 1
+                continue
             if self._in_str:
                 p = _quote_or_backslash(kind, d, p, end)  # the string's plain run, at once
                 if p >= end:
@@ -3541,6 +3671,16 @@ cdef class StreamScrubber:
                 if r == -1:
                     out[0] = p
                     return LX_MORE
+            if self._reasoning and c < 128 and spec.span_first[c]:  # a block inside a reasoning span ends with it
+                for e in range(spec.first_lo[c], spec.first_hi[c]):
+                    if spec.entries[e].reasoning < 0:
+                        r = _match(kind, d, n, p, &spec.entries[e].lit)
+                        if r == 1:
+                            out[0] = p
+                            return LX_PROSE
+                        if r == -1 and not final:
+                            out[0] = p
+                            return LX_MORE
             lead = self._at_start and not _ws(c)  # the body's first non-blank character
             if lead:
                 self._at_start = False
@@ -3549,6 +3689,19 @@ cdef class StreamScrubber:
                     return LX_PROSE
                 if c == 0x3C and not self._json_end:  # a tag body (Qwen3-Coder XML in <tool_call>) is no JSON
                     self._poisoned = True
+            if c == 0x3C and spec.n_values[self._kind] and self._poisoned and not self._json_end:  # a value opens?
+                for e in range(spec.n_values[self._kind]):
+                    w = _value_tag(kind, d, n, p, &spec.value_open[self._kind * VALUES_MAX + e],
+                                   &spec.value_head[self._kind], final)
+                    if w == -2:
+                        out[0] = p
+                        return LX_MORE
+                    if w >= 0:
+                        self._value, self._raw_at = e, -1
+                        p = w
+                        break
+                if self._value >= 0:
+                    continue
             if self._json_end:
                 if self._before_json:
                     if c == 0x7B or (c == 0x5B and lead):  # '{', or '[' first
@@ -3580,6 +3733,9 @@ cdef class StreamScrubber:
             elif c == 0x22 and not self._before_json:
                 self._in_str = True
             p += 1
+        if self._value >= 0 and self._raw_at >= 0 and (final or p >= limit):
+            out[0] = min(p, n)  # the value never closed: the first closer or opener inside it decides
+            return LX_RAW
         if p >= limit:
             # Past the cap: decide once the text a raw closer could span is all here.
             if final or n >= limit + closer.n - 1:

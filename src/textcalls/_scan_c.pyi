@@ -29,7 +29,7 @@ __all__ = [
 
 #: What this build's arrays hold: (longest literal, distinct first characters); import fails unless
 #: they are markers.py's (LITERAL_MAX, FIRST_CHARS_MAX).
-TABLE_LIMITS: tuple[int, int]
+TABLE_LIMITS: tuple[int, int, int]
 
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int: ...
 def plain_object(text: str) -> tuple[int, int, list[tuple[str | None, int, int]]] | None: ...

@@ -424,6 +424,13 @@ class _Spec:
         self.openers_of: dict[str, list[str]] = {}
         for b in table.blocks:
             self.openers_of.setdefault(b.dialect, []).append(b.opener)
+        # inside a value tag _lex stops at "<" (every value tag's and closer's first character) and the strong
+        # openers' first characters; outside, in a reasoning span, at the span closers' (a block there ends
+        # at one: it is prose)
+        self.value_stop = re.compile("[" + re.escape("".join(sorted({"<", *self.strong}))) + "]")
+        self.span_closers: dict = {}
+        for m in sorted((m for m in table.markers if m.reasoning < 0), key=lambda m: -len(m.literal)):
+            self.span_closers.setdefault(m.literal[0], []).append(m.literal)
 
 
 def _spec(table) -> _Spec:
@@ -475,6 +482,32 @@ def _opener_at(spec: _Spec, s: str, i: int, final: bool, own=None) -> int:
             if j == len(s):
                 undecided = True
     return -1 if undecided and not final else 0
+
+
+def _value_tag(s: str, i: int, opening: str, head_end: str, final: bool) -> int:
+    """Where the value starts when a value tag (``opening``, its head up to ``head_end``: ``Block.values``)
+    starts at ``s[i]``; -1 when none does; -2 undecided (``s`` ends first)."""
+    r = _match(s, i, opening)
+    if r == -1:
+        return -1 if final else -2
+    if r == 0:
+        return -1
+    j = i + len(opening)
+    if opening[-1] == ">":
+        return j
+    m = _HEAD_STOP.search(s, j, min(len(s), j + ATTR_MAX))
+    if m is None:
+        return -2 if len(s) < j + ATTR_MAX and not final else -1
+    k = m.start()
+    if head_end == ">":
+        return k + 1 if s[k] == ">" else -1
+    r = _match(s, k, head_end) if s[k] == "<" else 0
+    if r == -1:
+        return -1 if final else -2
+    return k + len(head_end) if r == 1 else -1
+
+
+_HEAD_STOP = re.compile("[<>]")
 
 
 def _line_after(line: int, text: str, start: int = 0, end: int = -1) -> int:
@@ -540,6 +573,9 @@ class StreamScrubber:
         "_poisoned",
         "_in_str",
         "_esc",
+        "_value",
+        "_raw_at",
+        "_raw_close",
         "_depth",
         "_at_start",
         "_holding",
@@ -608,6 +644,9 @@ class StreamScrubber:
         self._poisoned = False  # inside a block: scanned without JSON-string awareness (see _poison_until)
         self._in_str = False  # inside a block's JSON: in a string
         self._esc = False  # ... right after a backslash in one
+        self._value = -1  # inside a block's value tag (Block.values): the pair's index; -1 outside one
+        self._raw_at = -1  # ... the body offset of the first closer or opener inside it (-1: none yet)
+        self._raw_close = False  # ... and whether that is the closer (else an opener)
         self._depth = 0  # inside a block that ends with its JSON value: the bracket depth
         self._at_start = True  # inside a block: no non-blank character of its body seen yet
         # what is held at a message's start or end (NOT_HOLDING, WHOLE_BLANK, WHOLE_HELD, BARE_LEAD, BARE_TAIL)
@@ -994,7 +1033,8 @@ class StreamScrubber:
                     self._parts.append(piece)
                     if self._follow is not None:
                         self._follow_len += q - p
-                        if self._follow_len >= self._follow_wants:
+                        # (not past a closer or opener inside a value that may never close: see "raw")
+                        if self._follow_len >= self._follow_wants and self._raw_at < 0:
                             self._follow_wants = self._follow.body("".join(self._parts[self._follow_from :]))
                             self._follow_from, self._follow_len = len(self._parts), 0
                     self._body_len += q - p
@@ -1015,12 +1055,27 @@ class StreamScrubber:
                         self._follow.drop()
                     p = q
                     continue
-                # No closer outside a JSON string within the cap: the first raw closer ends the block.
                 body = "".join(self._parts) + s[p:]
                 gbody = self._opened_at + len(self._opener)
+                if kind == "raw":  # a value that never closed: the first closer or opener inside it decides
+                    r = self._raw_at
+                    if self._raw_close:
+                        self._finish(body[:r], out, self._closer)
+                        s, base = body[r + len(self._closer) :], gbody + r + len(self._closer)
+                    else:
+                        self._emit(out, self._opener + body[:r])
+                        self._opener = None
+                        if self._follow is not None:
+                            self._follow.drop()
+                        s, base = body[r:], gbody + r
+                    p = 0
+                    continue
+                # No closer outside a JSON string (or a value) within the cap: the first raw closer ends the block.
+                # At the end of the text, only one inside a string that never closed: every other is data.
                 self._poison_until = max(self._poison_until, _NEVER if kind == "end" else gbody + self.max_block + 1)
                 closer = self._closer
-                c = -1 if self._json_end else body.find(closer, 0, self.max_block + len(closer))
+                data = self._json_end or (kind == "end" and not self._in_str)
+                c = -1 if data else body.find(closer, 0, self.max_block + len(closer))
                 calls = None
                 if c < 0 and kind == "end":  # the message ended inside the block: a call if complete
                     calls = read_unterminated(
@@ -1203,6 +1258,7 @@ class StreamScrubber:
         self._before_json = True
         self._in_str = False
         self._esc = False
+        self._value = self._raw_at = -1
         self._depth = 0
         self._at_start = True
         if self._follow is not None:
@@ -1246,10 +1302,51 @@ class StreamScrubber:
         spec = self._spec
         block = spec.table.blocks[self._kind]
         own = (block.opener, block.delimiters)  # meeting its own opener again ends a block too
+        at = self._body_len - p  # + an index in s: its offset in the body
         if self._esc and p < end:
             p += 1
             self._esc = False
         while p < end:
+            if self._value >= 0:  # inside a value: only its closing tag ends it (closer and openers are data)
+                q = _search(spec.value_stop, s, p, end)
+                if q < 0:
+                    p = end
+                    break
+                p = q
+                c = s[p]
+                opening, closing = block.values[self._value]
+                r = _match(s, p, closing)
+                if r == 1:
+                    self._value = self._raw_at = -1
+                    p += len(closing)
+                    continue
+                if r == -1 and not final:
+                    return ("more", p)
+                if (
+                    self._raw_at < 0
+                ):  # the first closer or opener inside: where the block ends if the value never closes
+                    if c == closer[:1]:
+                        r = _match(s, p, closer)
+                        if r == 1:
+                            self._raw_at, self._raw_close = at + p, True
+                        elif r == -1 and not final:
+                            return ("more", p)
+                    if self._raw_at < 0 and (c in spec.strong or c == own[0][0]):
+                        o = _opener_at(spec, s, p, final, own)
+                        if o == 1:
+                            self._raw_at, self._raw_close = at + p, False
+                        elif o == -1:
+                            return ("more", p)
+                r = _value_tag(s, p, opening, block.value_head_end, final)
+                if r >= 0:  # another value opens: this one never closed
+                    if self._raw_at >= 0:
+                        return ("raw", p)
+                    self._value = -1
+                    continue
+                if r == -2:
+                    return ("more", p)
+                p += 1
+                continue
             if self._in_str:
                 q = _search(_STRING_STOP, s, p, end)
                 if q < 0:
@@ -1287,6 +1384,13 @@ class StreamScrubber:
                     return ("prose", p)
                 if o == -1:
                     return ("more", p)
+            if self._reasoning and c in spec.span_closers:  # a block inside a reasoning span ends with it
+                for lit in spec.span_closers[c]:
+                    r = _match(s, p, lit)
+                    if r == 1:
+                        return ("prose", p)
+                    if r == -1 and not final:
+                        return ("more", p)
             lead = self._at_start and c not in WHITESPACE  # the body's first non-blank character
             if lead:
                 self._at_start = False
@@ -1294,6 +1398,17 @@ class StreamScrubber:
                     return ("prose", p)
                 if c == "<" and not self._json_end:  # a tag body (Qwen3-Coder XML in <tool_call>) is no JSON
                     self._poisoned = True
+            if c == "<" and block.values and self._poisoned and not self._json_end:  # a value tag opens?
+                for v, (opening, _) in enumerate(block.values):
+                    r = _value_tag(s, p, opening, block.value_head_end, final)
+                    if r == -2:
+                        return ("more", p)
+                    if r >= 0:
+                        self._value, self._raw_at = v, -1
+                        p = r
+                        break
+                if self._value >= 0:
+                    continue
             if self._json_end:
                 if self._before_json:
                     if c == "{" or (c == "[" and lead):
@@ -1312,6 +1427,8 @@ class StreamScrubber:
             elif c == '"' and not self._before_json:
                 self._in_str = True
             p += 1
+        if self._value >= 0 and self._raw_at >= 0 and (final or p >= limit):
+            return ("raw", min(p, n))  # the value never closed: the first closer or opener inside it decides
         if p >= limit:
             # Past the cap: decide once the text a raw closer could span is all here.
             if final or n >= limit + len(closer) - 1:

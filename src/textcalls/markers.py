@@ -28,6 +28,8 @@ FIRST_CHARS_MAX = 8
 #: every such character in prose), at most 40.
 LITERAL_MIN = 2
 LITERAL_MAX = 40
+#: How many value tag pairs (``Block.values``) a block kind may have.
+VALUES_MAX = 4
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,13 @@ class Block:
     text at once — for openers that are also words people write (``<tool_calls>``, ``<json>`` …).
     ``anchor``: a plain-word opener (``functools``) is looked for at this character, which must follow it
     and begins the body; a stream holds back any tail that could be the start of the word.
+    ``values``: the body's value tags, ``(opening, closing)`` pairs (``VALUES_MAX`` at most, each tag
+    starting with ``<``): from an ``opening`` to its ``closing``, the block's closer and openers are the
+    value's data — unless the value never closes (another ``opening`` comes first, or the body's end or
+    cap): then the first of them inside it ends the block as if there were no value (the scanning rules,
+    "Values"). An ``opening`` that ends with ``>`` is the whole tag; any other is followed by the tag's
+    head up to ``value_head_end``, within ATTR_MAX characters and with no ``<`` or ``>`` before it (else
+    it is no tag).
     """
 
     dialect: str
@@ -56,6 +65,8 @@ class Block:
     strong: bool = True
     starts: str | None = None
     anchor: str | None = None
+    values: tuple[tuple[str, str], ...] = ()
+    value_head_end: str = ">"
 
 
 @dataclass(frozen=True)
@@ -133,12 +144,23 @@ DIALECTS: dict[str, bool] = {
     "pythonic_message": False,  # the whole message is a pythonic call list [f(a=1), g()]
 }
 
+# value tags (Block.values): the XML dialects' parameter values, Gemma's quoted strings, Kimi K3's arguments
+_QWEN_VALUES = (("<parameter=", "</parameter>"),)
+_HERMES_VALUES = (*_QWEN_VALUES, ("<arg_value>", "</arg_value>"))  # Qwen3-Coder XML and GLM in <tool_call>
+_DSML_VALUES = tuple(
+    (f"<{bar}DSML{bar}{space}parameter ", f"</{bar}DSML{bar}{space}parameter>")
+    for bar in (_BAR, "|")
+    for space in ("", " ")
+)
+
 _WRAPPERS = ("tools", "tool", "response", "json", "JSON", "xml", "function_call")
 
 BLOCKS: tuple[Block, ...] = (
     (
-        Block(HERMES, HERMES_OPEN, HERMES_CLOSE, "hermes", delimiters=HERMES_DELIMITERS),
-        Block("seed_oss", "<seed:tool_call>", "</seed:tool_call>", "qwen3_xml", json_strings=False),
+        Block(HERMES, HERMES_OPEN, HERMES_CLOSE, "hermes", delimiters=HERMES_DELIMITERS, values=_HERMES_VALUES),
+        Block(
+            "seed_oss", "<seed:tool_call>", "</seed:tool_call>", "qwen3_xml", json_strings=False, values=_QWEN_VALUES
+        ),
         Block(DEEPSEEK, DEEPSEEK_OPEN, DEEPSEEK_CLOSE, "deepseek"),
         Block(DEEPSEEK, _ascii(DEEPSEEK_OPEN), _ascii(DEEPSEEK_CLOSE), "deepseek"),
         Block(
@@ -147,6 +169,7 @@ BLOCKS: tuple[Block, ...] = (
             f"</{_BAR}DSML{_BAR}function_calls>",
             "dsml",
             json_strings=False,
+            values=_DSML_VALUES,
         ),
         Block(
             "deepseek_dsml",
@@ -154,14 +177,37 @@ BLOCKS: tuple[Block, ...] = (
             f"</{_BAR}DSML{_BAR}tool_calls>",
             "dsml",
             json_strings=False,
+            values=_DSML_VALUES,
         ),
         Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
-        Block("kimi_k3", "<|open|>tools<|sep|>", "<|close|>tools<|sep|>", "kimi_k3", json_strings=False),
-        Block("minimax_m2", "<minimax:tool_call>", "</minimax:tool_call>", "minimax_m2", json_strings=False),
+        Block(
+            "kimi_k3",
+            "<|open|>tools<|sep|>",
+            "<|close|>tools<|sep|>",
+            "kimi_k3",
+            json_strings=False,
+            values=(("<|open|>argument ", "<|close|>argument<|sep|>"),),
+            value_head_end="<|sep|>",
+        ),
+        Block(
+            "minimax_m2",
+            "<minimax:tool_call>",
+            "</minimax:tool_call>",
+            "minimax_m2",
+            json_strings=False,
+            values=(("<parameter name=", "</parameter>"),),
+        ),
         Block("minimax_m1", "<tool_calls>", "</tool_calls>", "json_lines_or_array", strong=False, starts="{["),
         Block("mistral", "[TOOL_CALLS]", None, "mistral"),
-        Block("gemma4", "<|tool_call>", "<tool_call|>", "gemma4", json_strings=False),
-        Block("function_gemma", "<start_function_call>", "<end_function_call>", "function_gemma", json_strings=False),
+        Block("gemma4", "<|tool_call>", "<tool_call|>", "gemma4", json_strings=False, values=(('<|"|>', '<|"|>'),)),
+        Block(
+            "function_gemma",
+            "<start_function_call>",
+            "<end_function_call>",
+            "function_gemma",
+            json_strings=False,
+            values=(("<escape>", "<escape>"),),
+        ),
         Block("lfm2", "<|tool_call_start|>", "<|tool_call_end|>", "pythonic_list", json_strings=False),
         Block("olmo3", "<function_calls>", "</function_calls>", "pythonic_lines", json_strings=False),
         Block("llama4", "<|python_start|>", "<|python_end|>", "pythonic_list", json_strings=False),
@@ -170,7 +216,14 @@ BLOCKS: tuple[Block, ...] = (
         Block("internlm", "<|action_start|><|plugin|>", "<|action_end|>", "json_calls"),
         Block("command_r", "<|START_ACTION|>", "<|END_ACTION|>", "json_calls"),
         Block("nemotron", "<TOOLCALL>", "</TOOLCALL>", "json_calls"),
-        Block("step3", f"<{_BAR}tool_call_begin{_BAR}>", f"<{_BAR}tool_call_end{_BAR}>", "step3", json_strings=False),
+        Block(
+            "step3",
+            f"<{_BAR}tool_call_begin{_BAR}>",
+            f"<{_BAR}tool_call_end{_BAR}>",
+            "step3",
+            json_strings=False,
+            values=(("<steptml:parameter ", "</steptml:parameter>"),),
+        ),
         Block(
             "functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False, starts="{<"
         ),
@@ -198,13 +251,42 @@ BLOCKS: tuple[Block, ...] = (
             f"</{_BAR}DSML{_BAR}tool_calls>",
             "dsml",
             json_strings=False,
+            values=_DSML_VALUES,
         ),
-        Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}tool>", f"</{_BAR}DSML{_BAR}tool_calls>", "dsml", json_strings=False),
-        Block("deepseek_dsml", "<|DSML|tool_calls>", "</|DSML|tool_calls>", "dsml", json_strings=False),
+        Block(
+            "deepseek_dsml",
+            f"<{_BAR}DSML{_BAR}tool>",
+            f"</{_BAR}DSML{_BAR}tool_calls>",
+            "dsml",
+            json_strings=False,
+            values=_DSML_VALUES,
+        ),
+        Block(
+            "deepseek_dsml",
+            "<|DSML|tool_calls>",
+            "</|DSML|tool_calls>",
+            "dsml",
+            json_strings=False,
+            values=_DSML_VALUES,
+        ),
         # DeepSeek V4.1: a space after the bar, and ``calls`` (``<｜DSML｜ calls>…<｜DSML｜ invoke name="F">``)
-        Block("deepseek_dsml", f"<{_BAR}DSML{_BAR} calls>", f"</{_BAR}DSML{_BAR} calls>", "dsml", json_strings=False),
-        Block("deepseek_dsml", "<|DSML| calls>", "</|DSML| calls>", "dsml", json_strings=False),
-        Block("deepseek_dsml", "<|DSML|function_calls>", "</|DSML|function_calls>", "dsml", json_strings=False),
+        Block(
+            "deepseek_dsml",
+            f"<{_BAR}DSML{_BAR} calls>",
+            f"</{_BAR}DSML{_BAR} calls>",
+            "dsml",
+            json_strings=False,
+            values=_DSML_VALUES,
+        ),
+        Block("deepseek_dsml", "<|DSML| calls>", "</|DSML| calls>", "dsml", json_strings=False, values=_DSML_VALUES),
+        Block(
+            "deepseek_dsml",
+            "<|DSML|function_calls>",
+            "</|DSML|function_calls>",
+            "dsml",
+            json_strings=False,
+            values=_DSML_VALUES,
+        ),
         # <｜DSML｜toolcall>NAME then (fenced) JSON arguments, or invokes
         Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcall>", f"</{_BAR}DSML{_BAR}toolcall>", "dsml_toolcall"),
         # Llama 3.1 built-in tools: <|python_tag|>brave_search.call(query="…")<|eom_id|>
@@ -265,10 +347,20 @@ def check_limits(blocks: tuple[Block, ...], markers: tuple[Marker, ...]) -> None
     (an opener that is not a word opener, or a marker) ``LITERAL_MIN``–``LITERAL_MAX`` characters long
     and starting with an ASCII character; every closer at most ``LITERAL_MAX``; no character of a literal or
     closer above U+FFFF (the C scanner compares them as 2-byte text); every word opener's anchor one ASCII
-    character; at most ``FIRST_CHARS_MAX`` distinct first characters in all."""
+    character; at most ``FIRST_CHARS_MAX`` distinct first characters in all; at most ``VALUES_MAX`` value tag
+    pairs a block, each tag 2–``LITERAL_MAX`` characters long and starting with ``<``."""
     firsts = set()
     entries: tuple[Block | Marker, ...] = (*blocks, *markers)
     for entry in entries:
+        if isinstance(entry, Block):
+            if len(entry.values) > VALUES_MAX:
+                raise ValueError(f"{entry.dialect}: at most {VALUES_MAX} value tag pairs a block")
+            for tag in (
+                *(t for pair in entry.values for t in pair),
+                *[entry.value_head_end] * (entry.value_head_end != ">"),
+            ):
+                if not (LITERAL_MIN <= len(tag) <= LITERAL_MAX and tag[0] == "<") or max(map(ord, tag)) > 0xFFFF:
+                    raise ValueError(f"{entry.dialect}: a value tag must be 2-40 BMP characters from '<': {tag!r}")
         literals = (entry.opener, entry.closer or "") if isinstance(entry, Block) else (entry.literal,)
         for literal in literals:
             if max(map(ord, literal), default=0) > 0xFFFF:
