@@ -4,10 +4,13 @@ A fixture is one raw model output with the tools offered and the parse a correct
 (``pip install canitoolcall``: the corpus ships in its wheel). Here there are no token ids: a stream is
 the raw text cut into character deltas. What a server knows from the chat template is told to
 textcalls as a gateway would: ``trim_blanks=True`` always (the blanks the templates write around the
-markup are not content, and a stream then gives exactly what the whole text gives); ``reasoning_started`` when the generation prompt (the fixture's, else its
-model's template default, from the family's ``reference_models``) leaves ``<think>`` open, and
-``prompt_tail="<|start|>assistant"`` when it ends with gpt-oss's open message header. A fixture tagged ``truncated`` ended at ``max_tokens``: it is replayed with
-``finish_reason: "length"``, and no stop token is ever appended.
+markup are not content, and a stream then gives exactly what the whole text gives); ``reasoning_started``
+when the generation prompt (the fixture's, else its model's template default, from the family's
+``reference_models``) leaves ``<think>`` open; ``prompt_tail="<|start|>assistant"`` when it ends with
+gpt-oss's open message header; and the whole-message pythonic format (``pythonic_message``, opt-in) for a
+model whose template asks for it (the reference model's variant ``llama4-pythonic``: the parser a server
+runs for Llama 4, vLLM's ``llama4_pythonic``). A fixture tagged ``truncated`` ended at ``max_tokens``: it
+is replayed with ``finish_reason: "length"``, and no stop token is ever appended.
 
 ``nonstream`` goes through ``recover_response`` (a ``chat.completion``), ``stream`` through
 ``recover_stream`` (``chat.completion.chunk`` dicts) and accumulates the deltas as an OpenAI client
@@ -24,6 +27,7 @@ from typing import Any
 from canitoolcall.pytest_plugin import family_for
 from canitoolcall.results import ParsedToolCall, ParseResult, StreamAccumulator
 
+from textcalls import DIALECTS
 from textcalls.openai import recover_response
 from textcalls.stream import recover_stream
 
@@ -43,27 +47,43 @@ def truncated(fixture: Any) -> bool:
     return "truncated" in fixture.tags
 
 
-def generation_prompt(fixture: Any) -> str:
-    """The tail of the prompt the server rendered: the fixture's own, else the one its model's chat template
-    ends with (the family's ``reference_models``: what a server serving that model knows)."""
-    if fixture.generation_prompt is not None:
-        return fixture.generation_prompt
+def reference_model(fixture: Any) -> Any:
+    """The family's reference model the fixture was written by (``None``: none): what a server serving that
+    model knows (its template's generation prompt, the parser it runs)."""
     family = family_for(fixture)
     for model in family.reference_models if family is not None else ():
         if model.repo in fixture.models:
-            return model.default_generation_prompt or ""
-    return ""
+            return model
+    return None
+
+
+def generation_prompt(fixture: Any) -> str:
+    """The tail of the prompt the server rendered: the fixture's own, else the one its model's chat template
+    ends with."""
+    if fixture.generation_prompt is not None:
+        return fixture.generation_prompt
+    model = reference_model(fixture)
+    return (model.default_generation_prompt or "") if model is not None else ""
+
+
+#: the default dialects and the whole-message pythonic list (``[f(a=1), g()]``), for a model whose template
+#: asks for that
+_PYTHONIC = (*(name for name, on in DIALECTS.items() if on), "pythonic_message")
 
 
 def options_for(fixture: Any, *, stream_arguments: bool = False) -> dict[str, Any]:
-    """The keywords a gateway gives textcalls for this fixture's request: ``trim_blanks``; ``reasoning_started`` where the
-    generation prompt leaves a reasoning span open (and thinking was not turned off)."""
+    """The keywords a gateway gives textcalls for this fixture's request: ``trim_blanks``; ``reasoning_started``
+    where the generation prompt leaves a reasoning span open (and thinking was not turned off); ``prompt_tail``;
+    ``formats`` with the pythonic message for a model whose template asks for it."""
     options: dict[str, Any] = {"tools": json.loads(json.dumps(fixture.tools)), "trim_blanks": True}
     prompt = generation_prompt(fixture)
     if fixture.thinking is not False and prompt.rstrip().endswith(_OPEN_THINK):
         options["reasoning_started"] = True
     if prompt.endswith(_OPEN_HEADER):  # the output goes on with the header the prompt opened
         options["prompt_tail"] = _OPEN_HEADER
+    model = reference_model(fixture)
+    if model is not None and model.variant.endswith("-pythonic"):  # the template asks for a pythonic list
+        options["formats"] = _PYTHONIC
     if stream_arguments:
         options["stream_arguments"] = True
     return options
