@@ -153,6 +153,12 @@ _DSML_VALUES = tuple(
     for space in ("", " ")
 )
 
+
+def _dsml(opener: str, closer: str) -> Block:
+    """A DSML block kind (DeepSeek V3.2 / V4 / V4.1): its invokes and parameter values."""
+    return Block("deepseek_dsml", opener, closer, "dsml", json_strings=False, values=_DSML_VALUES)
+
+
 _WRAPPERS = ("tools", "tool", "response", "json", "JSON", "xml", "function_call")
 
 BLOCKS: tuple[Block, ...] = (
@@ -163,22 +169,8 @@ BLOCKS: tuple[Block, ...] = (
         ),
         Block(DEEPSEEK, DEEPSEEK_OPEN, DEEPSEEK_CLOSE, "deepseek"),
         Block(DEEPSEEK, _ascii(DEEPSEEK_OPEN), _ascii(DEEPSEEK_CLOSE), "deepseek"),
-        Block(
-            "deepseek_dsml",
-            f"<{_BAR}DSML{_BAR}function_calls>",
-            f"</{_BAR}DSML{_BAR}function_calls>",
-            "dsml",
-            json_strings=False,
-            values=_DSML_VALUES,
-        ),
-        Block(
-            "deepseek_dsml",
-            f"<{_BAR}DSML{_BAR}tool_calls>",
-            f"</{_BAR}DSML{_BAR}tool_calls>",
-            "dsml",
-            json_strings=False,
-            values=_DSML_VALUES,
-        ),
+        _dsml(f"<{_BAR}DSML{_BAR}function_calls>", f"</{_BAR}DSML{_BAR}function_calls>"),
+        _dsml(f"<{_BAR}DSML{_BAR}tool_calls>", f"</{_BAR}DSML{_BAR}tool_calls>"),
         Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
         Block(
             "kimi_k3",
@@ -245,48 +237,13 @@ BLOCKS: tuple[Block, ...] = (
         # lowercase Nemotron: an ordinary word too, so its body must start as JSON and be calls (else text)
         Block("nemotron", "<toolcall>", "</toolcall>", "json_lines_or_array", strong=False, starts="{["),
         # DSML openers as DeepSeek V4 misspells them (vLLM #56141), and the ASCII-bar spelling
-        Block(
-            "deepseek_dsml",
-            f"<{_BAR}DSML{_BAR}toolcalls>",
-            f"</{_BAR}DSML{_BAR}tool_calls>",
-            "dsml",
-            json_strings=False,
-            values=_DSML_VALUES,
-        ),
-        Block(
-            "deepseek_dsml",
-            f"<{_BAR}DSML{_BAR}tool>",
-            f"</{_BAR}DSML{_BAR}tool_calls>",
-            "dsml",
-            json_strings=False,
-            values=_DSML_VALUES,
-        ),
-        Block(
-            "deepseek_dsml",
-            "<|DSML|tool_calls>",
-            "</|DSML|tool_calls>",
-            "dsml",
-            json_strings=False,
-            values=_DSML_VALUES,
-        ),
+        _dsml(f"<{_BAR}DSML{_BAR}toolcalls>", f"</{_BAR}DSML{_BAR}tool_calls>"),
+        _dsml(f"<{_BAR}DSML{_BAR}tool>", f"</{_BAR}DSML{_BAR}tool_calls>"),
+        _dsml("<|DSML|tool_calls>", "</|DSML|tool_calls>"),
         # DeepSeek V4.1: a space after the bar, and ``calls`` (``<｜DSML｜ calls>…<｜DSML｜ invoke name="F">``)
-        Block(
-            "deepseek_dsml",
-            f"<{_BAR}DSML{_BAR} calls>",
-            f"</{_BAR}DSML{_BAR} calls>",
-            "dsml",
-            json_strings=False,
-            values=_DSML_VALUES,
-        ),
-        Block("deepseek_dsml", "<|DSML| calls>", "</|DSML| calls>", "dsml", json_strings=False, values=_DSML_VALUES),
-        Block(
-            "deepseek_dsml",
-            "<|DSML|function_calls>",
-            "</|DSML|function_calls>",
-            "dsml",
-            json_strings=False,
-            values=_DSML_VALUES,
-        ),
+        _dsml(f"<{_BAR}DSML{_BAR} calls>", f"</{_BAR}DSML{_BAR} calls>"),
+        _dsml("<|DSML| calls>", "</|DSML| calls>"),
+        _dsml("<|DSML|function_calls>", "</|DSML|function_calls>"),
         # <｜DSML｜toolcall>NAME then (fenced) JSON arguments, or invokes
         Block("deepseek_dsml", f"<{_BAR}DSML{_BAR}toolcall>", f"</{_BAR}DSML{_BAR}toolcall>", "dsml_toolcall"),
         # Llama 3.1 built-in tools: <|python_tag|>brave_search.call(query="…")<|eom_id|>
