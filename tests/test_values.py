@@ -42,6 +42,12 @@ DATA = [
         "",
     ),
     (
+        "qwen3-coder-no-tool-call",
+        "<function=write_file>\n<parameter=content>\nsee </function> here\n</parameter>\n</function>",
+        [("write_file", {"content": "see </function> here"})],
+        "",
+    ),
+    (
         "glm47",
         "<tool_call>echo<arg_key>text</arg_key><arg_value>Wrap in <tool_call> and </tool_call>.</arg_value>"
         "</tool_call>",

@@ -217,7 +217,14 @@ BLOCKS: tuple[Block, ...] = (
             values=(("<steptml:parameter ", "</steptml:parameter>"),),
         ),
         Block(
-            "functionary", "<function", "</function>", "function", delimiters="= \t\n\r\f\v", strong=False, starts="{<"
+            "functionary",
+            "<function",
+            "</function>",
+            "function",
+            delimiters="= \t\n\r\f\v",
+            strong=False,
+            starts="{<",
+            values=_QWEN_VALUES,  # Qwen3-Coder parameters in a <function=NAME> written without its <tool_call>
         ),
         Block("phi4_mini", "functools", None, "json_calls", strong=False, anchor="["),
         Block("longcat", "<longcat_tool_call>", "</longcat_tool_call>", "hermes"),
