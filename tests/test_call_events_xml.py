@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from textcalls import _events, parse
-from textcalls.dialects.xml import _trim
+from textcalls.dialects.xml import trim_value
 from textcalls.stream import ChunkRecovery, recover_stream
 
 from .conftest import IMPLS
@@ -156,7 +156,7 @@ def transcripts(draw, strings=_strings):
             if dialect.startswith("glm"):
                 sep = "\n" if dialect == "glm" else ""
                 put(f"<arg_key>{key}</arg_key>{sep}<arg_value>")
-                offset = size if key != "count" and _trim(value) == value else None
+                offset = size if key != "count" and trim_value(value) == value else None
                 put(f"{value}</arg_value>{sep}")
             elif dialect.startswith("dsml") and draw(st.booleans()):  # DSML's string="true": the value as written
                 put(f'{opening[:-1]} string="true">')
@@ -164,7 +164,7 @@ def transcripts(draw, strings=_strings):
                 put(f"{value}{closing}\n")
             elif draw(st.booleans()):
                 put(f"{opening}\n")
-                offset = size if key != "count" and _trim(f"\n{value}\n") == value else None
+                offset = size if key != "count" and trim_value(f"\n{value}\n") == value else None
                 put(f"{value}\n{closing}\n")
             else:  # written inline: trimmed by the one-space rule, no lag check
                 put(f"{opening}{value}{closing}\n")

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls.dialects.context import Context
-from textcalls.dialects.xml import _trim, dsml, glm, minimax_m2, qwen3_xml, step3, text_end
+from textcalls.dialects.xml import dsml, glm, minimax_m2, qwen3_xml, step3, text_end, trim_value
 from textcalls.toolcall import ToolCall
 
 NO_TOOLS = Context()
@@ -765,7 +765,7 @@ def test_a_value_is_trimmed_where_it_stands_in_the_body(text, data):
     of its text before trailing blanks found from the end by pieces is ``rstrip``'s."""
     lo = data.draw(st.integers(0, len(text)))
     hi = data.draw(st.integers(lo, len(text)))
-    assert _trim(text, lo, hi) == _trim(text[lo:hi])
+    assert trim_value(text, lo, hi) == trim_value(text[lo:hi])
     for chars in (" \t", None):
         assert text_end(text, lo, hi, chars) == lo + len(text[lo:hi].rstrip(chars))
 
@@ -857,18 +857,18 @@ def test_a_body_of_too_many_tags_is_malformed(impl, tc, opener, param, closer):
 def test_the_tag_cap_is_exact():
     """``TAGS_MAX`` tags are read, each where it is written, though the body has more ``<``; one more tag and there
     are none (the body is malformed)."""
-    from textcalls.dialects.xml import _QWEN, TAGS_MAX
+    from textcalls.dialects.xml import QWEN_MARKUP, TAGS_MAX
 
     for body in ("x" + "</parameter>y" * TAGS_MAX, "x" + "</parameter>y" * TAGS_MAX + "a < b <"):
-        tags = _QWEN.tags(body)
+        tags = QWEN_MARKUP.tags(body)
         assert len(tags) == TAGS_MAX
         assert [(t.kind, t.start, t.end, t.head) for t in tags[:2]] == [
             ("end_param", 1, 13, ""),
             ("end_param", 14, 26, ""),
         ]
         assert tags[-1].end == 13 * TAGS_MAX
-        assert _QWEN.tags(body + "<parameter=p>") is None
-    assert _QWEN.tags("<function=f>") == [("call", 0, 12, "f")]
+        assert QWEN_MARKUP.tags(body + "<parameter=p>") is None
+    assert QWEN_MARKUP.tags("<function=f>") == [("call", 0, 12, "f")]
 
 
 @pytest.mark.parametrize("where", ["invoke", "parameter"])
@@ -899,9 +899,9 @@ _PIECES = ["<", "</", "<<", "x", " ", "\n", "<function=f>", "</function >", "<pa
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
 def test_the_tags_are_the_regexs_matches_in_order(body):
-    from textcalls.dialects.xml import _DSML, _GLM, _MINIMAX, _QWEN, _STEP3
+    from textcalls.dialects.xml import _GLM, DSML_MARKUP, MINIMAX_MARKUP, QWEN_MARKUP, STEP3_MARKUP
 
-    for markup in (_QWEN, _MINIMAX, _STEP3, _DSML, _GLM):
+    for markup in (QWEN_MARKUP, MINIMAX_MARKUP, STEP3_MARKUP, DSML_MARKUP, _GLM):
         want = [
             (m.lastgroup, m.start(), m.end(), m.group("call_head") or m.group("param_head") or "")
             for m in markup.pattern.finditer(body)

@@ -26,7 +26,7 @@ from textcalls.markers import VALUES_MAX as MARKERS_VALUES_MAX
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
-from textcalls.relaxed_json import MAX_DEPTH, PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, REPAIR_TOKENS, _single_to_double
+from textcalls.relaxed_json import MAX_DEPTH, PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, REPAIR_TOKENS, single_to_double
 from textcalls.screens import may_contain_markup
 from textcalls.toolcall import EncodedString, Parsed, ToolCall, new_call_id
 from textcalls import toolcall as _toolcall
@@ -1413,8 +1413,8 @@ def plain_object(text):
     return (start, end, members) if end >= 0 and _json_ws(kind, d, n, end) == n else None
 
 
-cdef bytes ID_PREFIX = _toolcall._ID_PREFIX.encode("ascii")
-cdef object NEXT_ID = _toolcall._NEXT_ID  # the process's id count (toolcall.new_call_id's)
+cdef bytes ID_PREFIX = _toolcall.ID_PREFIX.encode("ascii")
+cdef object NEXT_ID = _toolcall.NEXT_ID  # the process's id count (toolcall.new_call_id's)
 cdef bint IDS_HERE = not _toolcall.ID_LOCKED  # with the GIL, a count's next() is one atomic step
 
 
@@ -2349,7 +2349,7 @@ def repair(str text not None):
             if not expect_key:
                 raise ValueError(f"single-quoted value at {i}")
             pieces.append(text[copied:i])
-            pieces.append(_single_to_double(text[i:end]))
+            pieces.append(single_to_double(text[i:end]))
             copied = end
         elif tok == T_NAME and expect_key:
             k = _skip_space(kind, d, end, n)

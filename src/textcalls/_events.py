@@ -31,7 +31,7 @@ MiniMax-M2 (``<invoke name="NAME"><parameter name="KEY">``), Step-3 (``steptml:`
 with the tags its grammar finds (``_Tags``). Their arguments are ``json.dumps`` of the parameters, written
 as the values arrive. The call starts at its call tag (in a ``<function=NAME>`` block: at its first
 parameter). A string value (one the schema types nothing else) is sent as it comes, escaped, but for what
-its layout trim (``xml._trim``) may still remove: a leading line break not yet known to be one, and its
+its layout trim (``xml.trim_value``) may still remove: a leading line break not yet known to be one, and its
 end while that may be the closing tag's layout (a last line of only spaces or tabs, with the line break
 before it; or a last space or carriage return). DSML's ``string="true"`` values are sent as written (no
 trim); its ``string="false"`` values (JSON) and values the schema types are sent whole once they end. A
@@ -56,15 +56,15 @@ from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import ClassVar
 
-from .dialects import _NAME_ATTRIBUTE, xml
+from .dialects import NAME_ATTRIBUTE, xml
 from .dialects.jsonlike import (
-    _FUNCTION_OPENER,
-    _KIMI_ID,
-    _KIMI_SPACED,
-    _MISTRAL_HEAD,
-    _NAME_HEAD,
+    FUNCTION_OPENER,
     KIMI_ARGUMENT_BEGIN,
+    KIMI_ID,
     KIMI_RESERVED_ARGUMENT_BEGIN,
+    KIMI_SPACED,
+    MISTRAL_HEAD,
+    NAME_HEAD,
 )
 from .markers import DEEPSEEK_SEP, Block
 from .relaxed_json import NO_VALUE, decode
@@ -122,7 +122,7 @@ def _fenced(text: str) -> bool:
 
 def _hermes(opener: str, head: str) -> Head | None:
     """``dialects.hermes``: a call object; not when the opener names the tool (its own grammar)."""
-    named = _NAME_ATTRIBUTE.search(opener)
+    named = NAME_ATTRIBUTE.search(opener)
     if named and (named.group(1) or named.group(2) or "").strip():
         return None
     return _call_object(opener, head)
@@ -149,11 +149,11 @@ def _kimi(opener: str, head: str) -> Head | None:
     if not sep:
         call_id, sep, tail = head.partition(KIMI_RESERVED_ARGUMENT_BEGIN)
     if not sep:
-        spaced = _KIMI_SPACED.match(head + "{")
+        spaced = KIMI_SPACED.match(head + "{")
         if spaced is None:
             return None
         call_id, tail = spaced.group("id"), head[spaced.end() :]
-    m = _KIMI_ID.fullmatch(call_id.strip())
+    m = KIMI_ID.fullmatch(call_id.strip())
     if m is None or tail.strip():
         return None
     return m.group("name").removeprefix("functions."), call_id.strip()
@@ -161,20 +161,20 @@ def _kimi(opener: str, head: str) -> Head | None:
 
 def _function(opener: str, head: str) -> Head | None:
     """``dialects.function``: the name in the opener (``<function=NAME>``), the body a (fenced) object."""
-    m = _FUNCTION_OPENER.fullmatch(opener.strip())
+    m = FUNCTION_OPENER.fullmatch(opener.strip())
     return (m.group("n1") or m.group("n2"), None) if m and _fenced(head) else None
 
 
 def _mistral(opener: str, head: str) -> Head | None:
     """``jsonlike.mistral``: ``NAME{``, ``NAME[ARGS]{``, ``NAME[CALL_ID]ID[ARGS]{`` (the id is the call's)."""
     head = head.strip()
-    m = _MISTRAL_HEAD.match(head) if head else None
+    m = MISTRAL_HEAD.match(head) if head else None
     return (m.group("name"), m.group("id")) if m and m.end() == len(head) else None
 
 
 def _name_then_json(opener: str, head: str) -> Head | None:
     """``dialects.dsml_toolcall``'s ``NAME`` then a (fenced) object."""
-    m = _NAME_HEAD.match(head)
+    m = NAME_HEAD.match(head)
     return (m.group("name"), None) if m and _fenced(head[m.end() :]) else None
 
 
@@ -240,15 +240,15 @@ class _Tags:
 
     def call_name(self, tag: re.Match) -> str | None:
         head = tag.group("call_head") or ""
-        return xml._attribute_name(head) if self._attributes else xml._tag_name(head)
+        return xml.attribute_name(head) if self._attributes else xml.tag_name(head)
 
     def param(self, tag: re.Match) -> tuple[str | None, dict[str, str]]:
         """A parameter tag's key (``None``: none) and attributes."""
         head = tag.group("param_head") or ""
         if not self._attributes:
-            return xml._param_name(head), {}
-        attributes = xml._attributes(head)
-        return xml._param_name(attributes.get("name")), attributes
+            return xml.param_name(head), {}
+        attributes = xml.tag_attributes(head)
+        return xml.param_name(attributes.get("name")), attributes
 
 
 def _literals(call: str, param: str, kind: str) -> tuple[tuple[str, str], ...]:
@@ -257,19 +257,19 @@ def _literals(call: str, param: str, kind: str) -> tuple[tuple[str, str], ...]:
     return ((f"<{call}{named}", kind), (f"</{call}", "/"), (f"<{param}{named}", kind), (f"</{param}", "/"))
 
 
-_QWEN_TAGS = _Tags(xml._QWEN, _literals("function", "parameter", "="), attributes=False)
+_QWEN_TAGS = _Tags(xml.QWEN_MARKUP, _literals("function", "parameter", "="), attributes=False)
 #: grammar -> the tags of its bodies, for the XML dialects whose blocks are only XML calls
 _XML_BODIES = {
     "qwen3_xml": _QWEN_TAGS,  # Seed-OSS
-    "minimax_m2": _Tags(xml._MINIMAX, _literals("invoke", "parameter", " "), attributes=True),
+    "minimax_m2": _Tags(xml.MINIMAX_MARKUP, _literals("invoke", "parameter", " "), attributes=True),
     "step3": _Tags(
-        xml._STEP3,
+        xml.STEP3_MARKUP,
         _literals("steptml:invoke", "steptml:parameter", " "),
         attributes=True,
-        prefix=xml._STEP3_SEP,
+        prefix=xml.STEP3_SEP,
     ),
     "dsml": _Tags(  # V3.2/V4, and V4.1's space after the bar
-        xml._DSML,
+        xml.DSML_MARKUP,
         _literals("\uff5cDSML\uff5cinvoke", "\uff5cDSML\uff5cparameter", " ")
         + _literals("\uff5cDSML\uff5c invoke", "\uff5cDSML\uff5c parameter", " "),
         attributes=True,
@@ -345,7 +345,7 @@ class _GlmTags:
 
     @staticmethod
     def param(tag: re.Match) -> tuple[str | None, dict[str, str]]:
-        return xml._param_name(tag.group("param_head")), {}
+        return xml.param_name(tag.group("param_head")), {}
 
 
 def _sendable(tail: str) -> int:
@@ -623,7 +623,7 @@ class _XmlCall:
             if value is NO_VALUE:
                 return self._stop()
         else:
-            value = xml._typed(self._ctx, self._name, self._key, raw if self._verbatim else xml._trim(raw))
+            value = xml.typed_value(self._ctx, self._name, self._key, raw if self._verbatim else xml.trim_value(raw))
         try:
             full = ARGUMENTS_ENCODER.encode(value)
         except (ValueError, RecursionError):
@@ -735,7 +735,7 @@ class CallEvents:
         if head is not None and block.grammar in _QWEN_GRAMMARS:
             if block.grammar == "hermes":
                 self._qwen = ""
-            elif (m := _QWEN_OPENER.fullmatch(opener)) is not None and (name := xml._tag_name(m.group("call"))):
+            elif (m := _QWEN_OPENER.fullmatch(opener)) is not None and (name := xml.tag_name(m.group("call"))):
                 self._qwen = name
         return self._wants()
 

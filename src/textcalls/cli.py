@@ -20,7 +20,7 @@ from .proxy import (
     MAX_CONNECTIONS,
     METRICS_PATH,
     READ_TIMEOUT,
-    _own_path,
+    own_path,
 )
 from .sse import SSERecovery
 
@@ -87,7 +87,7 @@ def _workers(value) -> int:
 
 def _path_flag(flag: str, value: str) -> str | None:
     """A path the proxy answers itself, or None for ``off``."""
-    return None if value == "off" else _own_path(flag, value)
+    return None if value == "off" else own_path(flag, value)
 
 
 def _proxy(args, parser: argparse.ArgumentParser) -> int:

@@ -168,7 +168,7 @@ def _flag(name: str, value) -> bool:
     return value
 
 
-def _own_path(name: str, value) -> str | None:
+def own_path(name: str, value) -> str | None:
     """A path the proxy answers itself (``/metrics``): ``value``, or None for none (the path is relayed)."""
     if value is None:
         return None
@@ -830,8 +830,8 @@ def create_app(
     """
     upstream = check_upstream(upstream)
     check_gate(native, True)
-    metrics_path = _own_path("metrics_path", metrics_path)
-    health_path = _own_path("health_path", health_path)
+    metrics_path = own_path("metrics_path", metrics_path)
+    health_path = own_path("health_path", health_path)
     if metrics_path is not None and metrics_path == health_path:
         raise ValueError(f"metrics_path and health_path must differ, not both {metrics_path!r}")
     if metrics is not None and not isinstance(metrics, Metrics):

@@ -107,7 +107,7 @@ def _loads_repaired(text: str) -> object:
         raise ValueError("nested too deeply") from None
 
 
-def _single_to_double(token: str) -> str:
+def single_to_double(token: str) -> str:
     """``'k"\\'ey'`` -> ``"k\\"'ey"``: unescape ``\\'``, escape ``"``, keep other escapes."""
 
     def fix(m: re.Match[str]) -> str:
@@ -143,7 +143,7 @@ def repair(text: str) -> str:
         elif kind == "single":
             if not expect_key:
                 raise ValueError(f"single-quoted value at {m.start()}")
-            token = _single_to_double(token)
+            token = single_to_double(token)
         elif kind == "name" and expect_key and _COLON.match(text, m.end()):
             token = f'"{token}"'
         elif kind == "punct" and token in "{[":

@@ -14,10 +14,10 @@ from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # json's 
 
 __all__ = ["ARGUMENTS_ENCODER", "Parsed", "ToolCall", "make_call", "new_call_id", "read_from"]
 
-_ID_PREFIX = "call_" + secrets.token_hex(6)
+ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
 _ID_LOCK = threading.Lock()
-_NEXT_ID = _ID_COUNTER.__next__
+NEXT_ID = _ID_COUNTER.__next__
 #: free-threaded: the count is shared between threads, so taking a number takes the lock (the Cython
 #: scanner, which makes ids from the same count, then calls ``new_call_id``)
 ID_LOCKED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
@@ -28,14 +28,14 @@ if ID_LOCKED:
     def new_call_id() -> str:
         """Return an id like ``call_3f9a0c1d2e4b0000002a``: random per process, never repeated within it."""
         with _ID_LOCK:
-            n = _NEXT_ID()
-        return f"{_ID_PREFIX}{n:010x}"
+            n = NEXT_ID()
+        return f"{ID_PREFIX}{n:010x}"
 
 else:  # with the GIL, a count's next() is one atomic step
 
     def new_call_id() -> str:
         """Return an id like ``call_3f9a0c1d2e4b0000002a``: random per process, never repeated within it."""
-        return f"{_ID_PREFIX}{_NEXT_ID():010x}"
+        return f"{ID_PREFIX}{NEXT_ID():010x}"
 
 
 @dataclass(frozen=True, slots=True, init=False)

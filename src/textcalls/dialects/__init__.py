@@ -17,12 +17,12 @@ from . import harmony as _harmony
 from . import jsonlike, pythonic, xml
 from .context import Context
 
-__all__ = ["GRAMMARS", "WHOLE_MESSAGE", "Context"]
+__all__ = ["GRAMMARS", "NAME_ATTRIBUTE", "WHOLE_MESSAGE", "Context"]
 
 _GLM_NAME = re.compile(r"[\w.:-]+")
 _NONBLANK = re.compile(r"\S")
 #: A ``name="…"`` attribute in a tag opener's attribute text (``<tool_call id="…" name="NAME">``).
-_NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
+NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
 
 
 def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -34,7 +34,7 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     first = _NONBLANK.search(body)  # body.strip() is body[lo:hi] (found without copying a big body)
     lo = first.start() if first else len(body)
     hi = xml.text_end(body, lo, len(body))
-    named = _NAME_ATTRIBUTE.search(opener)
+    named = NAME_ATTRIBUTE.search(opener)
     if named and (named.group(1) or named.group(2) or "").strip() and (lo == hi or body.startswith(("{", "```"), lo)):
         return jsonlike.named_arguments((named.group(1) or named.group(2)).strip(), body)
     if body.startswith("{", lo):  # a JSON call object (GLM and Qwen3-Coder bodies never start so)

@@ -31,6 +31,11 @@ from ..toolcall import ToolCall, make_call
 from .context import Context
 
 __all__ = [
+    "FUNCTION_OPENER",
+    "KIMI_ID",
+    "KIMI_SPACED",
+    "MISTRAL_HEAD",
+    "NAME_HEAD",
     "apertus",
     "arrow_call",
     "as_written",
@@ -56,7 +61,7 @@ _WRAPPED_KEYS = frozenset({"name", "arguments", "id", "type"})
 #: An inner ``<json>…</json>`` inside a wrapper (llama.cpp accepts ``<xml><json>{…}</json></xml>``).
 _INNER_JSON_TAG = re.compile(r"<(json|JSON)>(.*)</\1>", re.DOTALL)
 
-_FUNCTION_OPENER = re.compile(
+FUNCTION_OPENER = re.compile(
     r"""<function\s*=\s*(?P<q1>["']?)(?P<n1>[^"'<>\s]+)(?P=q1)\s*>"""
     r"""|<function\s+name\s*=\s*(?P<q2>["'])(?P<n2>[^"'<>]+)(?P=q2)\s*>"""
 )
@@ -64,14 +69,14 @@ _FUNCTION_OPENER = re.compile(
 KIMI_ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
 #: The same token decoded by its id, by a tokenizer that lost K2's token names.
 KIMI_RESERVED_ARGUMENT_BEGIN = "<|reserved_token_163598|>"
-_KIMI_ID = re.compile(r"(?P<name>\S+):[0-9]+")
+KIMI_ID = re.compile(r"(?P<name>\S+):[0-9]+")
 #: An id, whitespace and an object: the argument token left out (vLLM's streamed leak writes it so).
-_KIMI_SPACED = re.compile(r"\s*(?P<id>\S+:[0-9]+)\s+(?=\{)")
+KIMI_SPACED = re.compile(r"\s*(?P<id>\S+:[0-9]+)\s+(?=\{)")
 
 _MISTRAL_CALL_ID = "[CALL_ID]"
 _MISTRAL_ARGS = "[ARGS]"
 #: ``NAME``, then optionally ``[CALL_ID]ID``, then optionally ``[ARGS]``; the JSON arguments follow.
-_MISTRAL_HEAD = re.compile(
+MISTRAL_HEAD = re.compile(
     r"(?P<name>[^\s\[\]{}]+)\s*"
     rf"(?:{re.escape(_MISTRAL_CALL_ID)}\s*(?P<id>[^\s\[\]{{}}]+)\s*)?"
     rf"(?:{re.escape(_MISTRAL_ARGS)}\s*)?"
@@ -393,7 +398,7 @@ def function_tag(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     ``"`` or ``'``); the body is the JSON arguments object (strict, then relaxed; an empty body
     is ``{}``). ``None`` if the opener carries no name; ``[]`` if the body is not an object.
     """
-    m = _FUNCTION_OPENER.fullmatch(opener.strip())
+    m = FUNCTION_OPENER.fullmatch(opener.strip())
     if not m:
         return None
     name = m.group("n1") or m.group("n2")
@@ -416,11 +421,11 @@ def kimi_k2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     if not sep:
         head, sep, tail = body.partition(KIMI_RESERVED_ARGUMENT_BEGIN)
     if not sep:
-        spaced = _KIMI_SPACED.match(body)
+        spaced = KIMI_SPACED.match(body)
         if spaced:
             head, sep, tail = spaced.group("id"), " ", body[spaced.end() :]
     call_id = head.strip()
-    m = _KIMI_ID.fullmatch(call_id) if sep else None
+    m = KIMI_ID.fullmatch(call_id) if sep else None
     if not m:
         return []
     name = m.group("name").removeprefix("functions.")
@@ -449,7 +454,7 @@ def mistral(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         if value is NO_VALUE:
             return []
         return _all_calls(value if isinstance(value, list) else [value], text, keep_id=True)
-    m = _MISTRAL_HEAD.match(text)
+    m = MISTRAL_HEAD.match(text)
     if not m:
         return []
     args = text[m.end() :]
@@ -499,13 +504,13 @@ def named_arguments(name: str, body: str) -> list[ToolCall]:
 _CALL_KEYS = frozenset({*ARGUMENT_KEYS, "name", "id", "type"})
 
 
-_NAME_HEAD = re.compile(r"\s*(?P<name>[^\s{}\[\]<>\"'`]+)\s*")
+NAME_HEAD = re.compile(r"\s*(?P<name>[^\s{}\[\]<>\"'`]+)\s*")
 
 
 def name_then_json(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """``NAME`` then its JSON arguments object, maybe in a markdown fence (``NAME\n```json\n{…}\n```\n``),
     as DeepSeek V3 writes after its separator; nothing after the name is ``{}``. ``[]`` otherwise."""
-    m = _NAME_HEAD.match(body)
+    m = NAME_HEAD.match(body)
     if not m:
         return []
     text = strip_fence(body[m.end() :]).strip()

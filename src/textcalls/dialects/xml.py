@@ -8,7 +8,7 @@ any text.
 Shared rules:
 
 * Parameters keep their order; a repeated parameter keeps its first place and its last value.
-* A value loses the layout around it and keeps its inner text (``_trim``):
+* A value loses the layout around it and keeps its inner text (``trim_value``):
 
   1. one leading line break, with any spaces or tabs before it (``<parameter=p>\\n``);
   2. one trailing line break and the spaces or tabs after it, which are the closing tag's
@@ -50,7 +50,26 @@ from ..relaxed_json import NO_VALUE, decode
 from ..toolcall import ToolCall, make_call
 from .context import Context
 
-__all__ = ["dsml", "ends_in_value", "glm", "kimi_k3", "minimax_m2", "qwen3_xml", "step3"]
+__all__ = [
+    "DSML_MARKUP",
+    "MINIMAX_MARKUP",
+    "QWEN_MARKUP",
+    "STEP3_MARKUP",
+    "STEP3_SEP",
+    "attribute_name",
+    "dsml",
+    "ends_in_value",
+    "glm",
+    "kimi_k3",
+    "minimax_m2",
+    "param_name",
+    "qwen3_xml",
+    "step3",
+    "tag_attributes",
+    "tag_name",
+    "trim_value",
+    "typed_value",
+]
 
 # Tag kinds.
 _CALL, _END_CALL, _PARAM, _END_PARAM = "call", "end_call", "param", "end_param"
@@ -80,7 +99,7 @@ class _Param(NamedTuple):
         return self.body[self.start : self.end]
 
     def trimmed(self) -> str:
-        return _trim(self.body, self.start, self.end)
+        return trim_value(self.body, self.start, self.end)
 
 
 class _Call(NamedTuple):
@@ -140,21 +159,21 @@ class _Markup:
         return tags
 
 
-_QWEN = _Markup(
+QWEN_MARKUP = _Markup(
     call=r"<function=(?P<head>[^<>\n]*)>",
     end_call=r"</function\s*>",
     param=r"<parameter=(?P<head>[^<>\n]*)>",
     end_param=r"</parameter\s*>",
     newline_params=True,
 )
-_MINIMAX = _Markup(
+MINIMAX_MARKUP = _Markup(
     call=r"<invoke(?P<head>\s[^<>]*)?>",
     end_call=r"</invoke\s*>",
     param=r"<parameter(?P<head>\s[^<>]*)?>",
     end_param=r"</parameter\s*>",
     newline_params=True,
 )
-_STEP3 = _Markup(
+STEP3_MARKUP = _Markup(
     call=r"<steptml:invoke(?P<head>\s[^<>]*)?>",
     end_call=r"</steptml:invoke\s*>",
     param=r"<steptml:parameter(?P<head>\s[^<>]*)?>",
@@ -162,7 +181,7 @@ _STEP3 = _Markup(
     newline_params=True,
 )
 _BAR = "[｜|]"  # DeepSeek writes U+FF5C; an ASCII bar is accepted too
-_DSML = _Markup(  # (V4.1 writes a space after the bar: ``<｜DSML｜ invoke name="F">``)
+DSML_MARKUP = _Markup(  # (V4.1 writes a space after the bar: ``<｜DSML｜ invoke name="F">``)
     call=rf"<{_BAR}DSML{_BAR} ?invoke(?P<head>\s[^<>]*)?>",
     end_call=rf"</{_BAR}DSML{_BAR} ?invoke\s*>",
     param=rf"<{_BAR}DSML{_BAR} ?parameter(?P<head>\s[^<>]*)?>",
@@ -187,7 +206,7 @@ _K3 = _Markup(  # Kimi K3 XTML, in <|open|>tools<|sep|> … <|close|>tools<|sep|
 )
 _AFTER_VALUE = (_PARAM, _END_CALL, _CALL)  # what may follow a value's real closing tag
 _AFTER_CALL = (_CALL,)
-_STEP3_SEP = "<｜tool_sep｜>"
+STEP3_SEP = "<｜tool_sep｜>"
 _STEP3_INVOKE = "<steptml:invoke"
 
 
@@ -323,17 +342,17 @@ def finished_calls(grammar: str, body: str) -> str | None:
 def qwen3_xml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """Qwen3-Coder / Qwen3.5 / Seed-OSS bodies: ``<function=NAME><parameter=P>VALUE</parameter>…</function>``.
 
-    One call per ``<function=…>``; values lose the layout around them (``_trim``) and are typed by
+    One call per ``<function=…>``; values lose the layout around them (``trim_value``) and are typed by
     the schema. A missing ``</parameter>`` (before a ``<parameter=`` that starts a line, or before
     ``</function>``) and a missing final ``</function>`` are tolerated. ``[]`` when a name is
     missing or invalid, or text stands outside the tags.
     """
-    calls = _Reader(body, _QWEN).calls()
+    calls = _Reader(body, QWEN_MARKUP).calls()
     if not calls:
         return []
     out = []
     for call in calls:
-        tool = _tag_name(call.head)
+        tool = tag_name(call.head)
         if tool is None or call.inner.strip():
             return []
         made = _typed_call(tool, [(p.head, p) for p in call.params], ctx)
@@ -348,7 +367,7 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 
     NAME is the text before the first ``<arg_key>`` (the whole body if there is none), stripped;
     it must be non-empty and free of ``<``, ``>``, ``{`` and newlines. Values lose the
-    layout around them (``_trim``), but in GLM-4.7's compact body (``<arg_key>`` right after NAME, no
+    layout around them (``trim_value``), but in GLM-4.7's compact body (``<arg_key>`` right after NAME, no
     whitespace between) where whitespace is data: there they are as written. They are typed by the schema
     (strings without one); no arguments gives ``{}``. ``[]`` when malformed.
     """
@@ -373,9 +392,9 @@ def minimax_m2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """MiniMax-M2 bodies: ``<invoke name="F"><parameter name="P">V</parameter>…</invoke>…``.
 
     One call per invoke; names quoted with ``"``, ``'`` or not at all; whitespace between tags.
-    Values lose the layout around them (``_trim``) and are typed by the schema. ``[]`` when malformed.
+    Values lose the layout around them (``trim_value``) and are typed by the schema. ``[]`` when malformed.
     """
-    return _attribute_calls(_Reader(body, _MINIMAX).calls(), ctx)
+    return _attribute_calls(_Reader(body, MINIMAX_MARKUP).calls(), ctx)
 
 
 def step3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -385,13 +404,13 @@ def step3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     The ``TYPE<｜tool_sep｜>`` prefix must name ``function`` when present; a body that starts right
     at the invoke is accepted too. Otherwise as :func:`minimax_m2`.
     """
-    sep = body.find(_STEP3_SEP)
+    sep = body.find(STEP3_SEP)
     invoke = body.find(_STEP3_INVOKE)
     if sep >= 0 and (invoke < 0 or sep < invoke):
         if body[:sep].strip() != "function":
             return []
-        body = body[sep + len(_STEP3_SEP) :]
-    return _attribute_calls(_Reader(body, _STEP3).calls(), ctx)
+        body = body[sep + len(STEP3_SEP) :]
+    return _attribute_calls(_Reader(body, STEP3_MARKUP).calls(), ctx)
 
 
 def dsml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
@@ -403,12 +422,12 @@ def dsml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     the other dialects' values (layout trimmed, typed by the schema). An invoke may instead
     hold a JSON object of arguments (V4). ``[]`` when malformed.
     """
-    calls = _Reader(body, _DSML).calls()
+    calls = _Reader(body, DSML_MARKUP).calls()
     if not calls:
         return []
     out = []
     for call in calls:
-        tool = _attribute_name(call.head)
+        tool = attribute_name(call.head)
         if tool is None:
             return []
         inner = call.inner.strip()  # V4: a JSON object of arguments instead of parameter tags
@@ -432,13 +451,13 @@ def kimi_k3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return []
     out = []
     for call in calls:
-        tool = _tag_name(html.unescape(_attributes(call.head).get("tool", "")))
+        tool = tag_name(html.unescape(tag_attributes(call.head).get("tool", "")))
         if tool is None or call.inner.strip():
             return []
         args: dict = {}
         for param in call.params:
-            attributes = _attributes(param.head)
-            key = _param_name(html.unescape(attributes.get("key", "")))
+            attributes = tag_attributes(param.head)
+            key = param_name(html.unescape(attributes.get("key", "")))
             if key is None:
                 return []
             if attributes.get("type", "string").strip().lower() == "string":
@@ -458,8 +477,8 @@ def kimi_k3(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 def _dsml_call(tool: str, params: list[_Param], ctx: Context) -> ToolCall | None:
     args: dict = {}
     for param in params:
-        attributes = _attributes(param.head)
-        name = _param_name(attributes.get("name"))
+        attributes = tag_attributes(param.head)
+        name = param_name(attributes.get("name"))
         if name is None:
             return None
         kind = attributes.get("string", "").strip().lower()
@@ -471,7 +490,7 @@ def _dsml_call(tool: str, params: list[_Param], ctx: Context) -> ToolCall | None
                 return None
             args[name] = value
         else:
-            args[name] = _typed(ctx, tool, name, param.trimmed())
+            args[name] = typed_value(ctx, tool, name, param.trimmed())
     return make_call(tool, args)
 
 
@@ -481,10 +500,10 @@ def _attribute_calls(calls: list[_Call] | None, ctx: Context) -> list[ToolCall]:
         return []
     out = []
     for call in calls:
-        tool = _attribute_name(call.head)
+        tool = attribute_name(call.head)
         if tool is None or call.inner.strip():
             return []
-        pairs = [(_attributes(p.head).get("name", ""), p) for p in call.params]
+        pairs = [(tag_attributes(p.head).get("name", ""), p) for p in call.params]
         made = _typed_call(tool, pairs, ctx)
         if made is None:
             return []
@@ -497,14 +516,14 @@ def _typed_call(tool: str, pairs: list[tuple[str, _Param]], ctx: Context, verbat
     typed."""
     args: dict = {}
     for raw_name, param in pairs:
-        name = _param_name(raw_name)
+        name = param_name(raw_name)
         if name is None:
             return None
-        args[name] = _typed(ctx, tool, name, param.value if verbatim else param.trimmed())
+        args[name] = typed_value(ctx, tool, name, param.value if verbatim else param.trimmed())
     return make_call(tool, args)
 
 
-def _tag_name(text: str) -> str | None:
+def tag_name(text: str) -> str | None:
     """A call name written in a tag (``<function=NAME>``, ``name="NAME"``), or ``None`` if invalid."""
     name = text.strip()
     if not name or any(c.isspace() or c in _BAD_NAME_CHARS for c in name):
@@ -512,17 +531,17 @@ def _tag_name(text: str) -> str | None:
     return name
 
 
-def _attribute_name(head: str) -> str | None:
-    name = _attributes(head).get("name")
-    return None if name is None else _tag_name(name)
+def attribute_name(head: str) -> str | None:
+    name = tag_attributes(head).get("name")
+    return None if name is None else tag_name(name)
 
 
-def _param_name(text: str | None) -> str | None:
+def param_name(text: str | None) -> str | None:
     name = (text or "").strip()
     return name or None
 
 
-def _attributes(head: str) -> dict[str, str]:
+def tag_attributes(head: str) -> dict[str, str]:
     """``name="x" string='true' k=v`` -> ``{"name": "x", …}``; the first of a repeated attribute wins. A head
     longer than ``ATTRIBUTES_MAX`` has none (so no name: the call is malformed)."""
     found: dict[str, str] = {}
@@ -534,7 +553,7 @@ def _attributes(head: str) -> dict[str, str]:
     return found
 
 
-def _trim(text: str, lo: int = 0, hi: int | None = None) -> str:
+def trim_value(text: str, lo: int = 0, hi: int | None = None) -> str:
     """``text[lo:hi]`` without the layout around it (the rule in the module doc); inner text kept. The value
     is cut out of ``text`` once (a big value is no copy of a copy)."""
     hi = len(text) if hi is None else hi
@@ -600,7 +619,7 @@ def _dedent(text: str, indent: str) -> str:
 _INDENTATION = re.compile(r"\n([ \t]*)(?=[^ \t\r\n])")  # of each non-blank line (after a line break)
 
 
-def _typed(ctx: Context, tool: str, param: str, text: str) -> object:
+def typed_value(ctx: Context, tool: str, param: str, text: str) -> object:
     """``ctx.value``, keeping the string when the schema's JSON decoding hits a nesting limit."""
     try:
         return ctx.value(tool, param, text)
