@@ -1,4 +1,4 @@
-"""CanIToolCall 0.1.1 fixtures textcalls does not conform to (``tests/test_canitoolcall.py``), each a deliberate
+"""CanIToolCall 0.1.1 fixtures textcalls does not conform to (``tests/unit/test_canitoolcall.py``), each a deliberate
 policy of ``docs/conformance.md``: strict expected failures by fixture id, each with the check it fails and how
 (as measured when listed). A fixture that starts passing must leave the list. ``KNOWN``: with
 ``stream_arguments`` off and on alike.
