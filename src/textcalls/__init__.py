@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 from . import _scan
 from ._scan import IMPLEMENTATION
+from .chat_bytes import recover_response_bytes
 from .markers import DIALECTS, MAX_BLOCK
 from .openai import recover_response, should_recover
 from .options import Options
 from .parse import Parsed, parse
-from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery, arecover_sse, recover_sse
 from .stream import ChunkRecovery, arecover_stream, recover_stream
 from .toolcall import ToolCall

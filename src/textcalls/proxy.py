@@ -31,10 +31,10 @@ from urllib.parse import urlsplit
 
 from . import _scan, messages_api, responses_api
 from ._apis import FORMATS, EventRecovery, chat_tools
+from .chat_bytes import recover_response_bytes
 from .metrics import CONTENT_TYPE, SLOTS, Metrics, path_label
 from .openai import check_gate
 from .options import Options
-from .responses_bytes import recover_response_bytes
 from .sse import MAX_EVENT, SSERecovery
 
 if TYPE_CHECKING:

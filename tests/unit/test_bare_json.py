@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls import _scan_py
-from textcalls.responses_bytes import recover_response_bytes
+from textcalls.chat_bytes import recover_response_bytes
 from textcalls.sse import SSERecovery
 from textcalls.stream import ChunkRecovery, recover_stream
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from textcalls.responses_bytes import recover_response_bytes
+from textcalls.chat_bytes import recover_response_bytes
 
 BLOCK = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 
@@ -161,3 +161,9 @@ def test_bad_arguments():
         recover_response_bytes(b"{}", native=True, has_tools=True, format=["hermes"])
     with pytest.raises(ValueError, match="unknown_tools"):
         recover_response_bytes(b"{}", native=True, has_tools=True, unknown_tools="ignore")
+
+
+def test_the_old_module_name_is_the_same_function():
+    from textcalls import chat_bytes, responses_bytes
+
+    assert responses_bytes.recover_response_bytes is chat_bytes.recover_response_bytes

@@ -54,11 +54,11 @@ import warnings
 import pytest
 
 from textcalls import _scan, _scan_py, _table
+from textcalls.chat_bytes import recover_response_bytes
 from textcalls.markers import ATTR_MAX, BLOCKS, DIALECTS, MARKERS
 from textcalls.openai import recover_response
 from textcalls.options import Options
 from textcalls.parse import parse
-from textcalls.responses_bytes import recover_response_bytes
 from textcalls.screens import may_hold_bare_call
 from textcalls.sse import SSERecovery
 from textcalls.stream import ChunkRecovery, abandoned_error_chunk, recover_stream

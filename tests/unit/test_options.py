@@ -6,8 +6,8 @@ import json
 import pytest
 
 from textcalls import DIALECTS, Options, parse
+from textcalls.chat_bytes import recover_response_bytes
 from textcalls.options import DEFAULT
-from textcalls.responses_bytes import recover_response_bytes
 
 TOOLS = [
     {
