@@ -9,6 +9,7 @@ scrubber, and ``EventRecovery``, the framing of typed server-sent events (``even
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import _scan
@@ -22,6 +23,7 @@ from .toolcall import ToolCall, new_call_id
 
 __all__ = [
     "FORMATS",
+    "ApiSpec",
     "EventMachine",
     "EventRecovery",
     "Machine",
@@ -177,6 +179,21 @@ def scrub_whole(text: str, options: Options, truncated: bool = False) -> tuple[s
     return part.feed(text) + part.flush(truncated), part.calls
 
 
+@dataclass(frozen=True)
+class ApiSpec:
+    """One API (Responses, Messages) as the shared code here and the proxy know it, said once in its module
+    (``responses_api.SPEC``, ``messages_api.SPEC``); what its events look like stays its machine's."""
+
+    answer: str  #: the whole answer's name in error messages ("response", "message")
+    entries: str  #: the answer's key of its entries ("output", "content")
+    text: str  #: the type of a text part ("output_text", "text")
+    calls: frozenset[str]  #: the entry types that are calls (function_call items, tool_use blocks)
+    convert_tools: Callable[[Any], tuple]  #: its request's tools, made chat-shaped (``api_options``)
+    recover: Callable[..., dict]  #: the whole answer's recovery, as a body's (``recover_bytes``) calls it
+    recover_bytes: Callable[..., Any]  #: a raw body's (``recover_*_bytes``)
+    sse: type  #: its server-sent events' recovery (an ``EventRecovery``)
+
+
 def scrub_parts(parts: list, kind: str, options: Options, calls: list, truncated: bool = False) -> list | None:
     """``parts`` with the ``text`` of each ``{"type": kind, "text": str}`` part scrubbed (``scrub_whole``), its
     calls added to ``calls``: a new list, or None when no text changes. ``truncated``: the output was cut at
@@ -194,16 +211,15 @@ def scrub_parts(parts: list, kind: str, options: Options, calls: list, truncated
     return new
 
 
-def answer_entries(
-    answer, what: str, key: str, native: bool, has_tools: bool, keywords: dict, convert: Callable[[Any], tuple]
-) -> tuple[list | None, Options]:
-    """Check a whole answer (``what``: its name in messages) and its recovery keywords (``api_options``):
-    ``(answer[key], options)``, ``answer[key]`` a list of dicts or None when there is nothing to recover
-    (``has_tools`` false, or no ``key``); TypeError naming what is not a dict or list."""
+def answer_entries(answer, spec: ApiSpec, native: bool, has_tools: bool, keywords: dict) -> tuple[list | None, Options]:
+    """Check a whole answer of ``spec``'s API and its recovery keywords (``api_options``): ``(entries,
+    options)``, the entries (``answer[spec.entries]``) a list of dicts or None when there is nothing to
+    recover (``has_tools`` false, or no entries); TypeError naming what is not a dict or list."""
+    what, key = spec.answer, spec.entries
     if not isinstance(answer, dict):
         raise TypeError(f"{what} must be a dict, not {type(answer).__name__}")
     check_gate(native, has_tools)
-    options = api_options(keywords, convert)
+    options = api_options(keywords, spec.convert_tools)
     entries = answer.get(key)
     if not has_tools or entries is None:
         return None, options
@@ -215,17 +231,15 @@ def answer_entries(
     return entries, options
 
 
-def recover_bytes(
-    body, native: bool, has_tools: bool, keywords: dict, convert: Callable[[Any], tuple], recover: Callable[..., dict]
-):
-    """An API's ``recover_*_bytes``: ``recover(answer, native=, has_tools=True, options=)`` on the JSON object
-    in ``body`` (bytes-like). ``body`` itself (the very same object) when nothing changes, when it is not an
+def recover_bytes(body, spec: ApiSpec, native: bool, has_tools: bool, keywords: dict):
+    """An API's ``recover_*_bytes``: ``spec.recover(answer, native=, has_tools=True, options=)`` on the JSON
+    object in ``body`` (bytes-like). ``body`` itself (the very same object) when nothing changes, when it is not an
     object ``recover`` takes (it raises TypeError) or, without ``tools``, when ``may_contain_markup`` says no;
     otherwise compact UTF-8 JSON bytes."""
     if not isinstance(body, (bytes, bytearray, memoryview)):
         raise TypeError(f"body must be bytes, bytearray or memoryview, not {type(body).__name__}")
     check_gate(native, has_tools)
-    opts = api_options(keywords, convert)
+    opts = api_options(keywords, spec.convert_tools)
     if not has_tools:
         return body
     data = bytes(body) if isinstance(body, memoryview) else body
@@ -242,7 +256,7 @@ def recover_bytes(
     if not isinstance(answer, dict):
         return body
     try:
-        recovered = recover(answer, native=native, has_tools=True, options=opts)
+        recovered = spec.recover(answer, native=native, has_tools=True, options=opts)
     except TypeError:  # a shape recover rejects: nothing to rewrite
         return body
     return body if recovered is answer else dumps_compact(recovered)
@@ -263,14 +277,14 @@ class Machine(Protocol):
 
 
 class EventMachine:
-    """What an API's ``Machine`` starts with: the gate checked, its options (``api_options`` with ``convert``),
-    no call recovered, no structured call or index seen, not ended."""
+    """What an API's ``Machine`` starts with: the gate checked, its options (``api_options`` with its
+    ``ApiSpec``'s tool conversion), no call recovered, no structured call or index seen, not ended."""
 
-    def __init__(self, native: bool, has_tools: bool, keywords: dict, convert: Callable[[Any], tuple]) -> None:
+    def __init__(self, native: bool, has_tools: bool, keywords: dict, spec: ApiSpec) -> None:
         check_gate(native, has_tools)
         self.native = native
         self.has_tools = has_tools
-        self.options = api_options(keywords, convert)  #: the recovery options, checked
+        self.options = api_options(keywords, spec.convert_tools)  #: the recovery options, checked
         self.recovered = 0  #: calls recovered and sent (streamed ones once ended)
         #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
         self.abandoned = 0

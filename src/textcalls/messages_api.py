@@ -22,6 +22,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TypeGuard
 
 from ._apis import (
+    ApiSpec,
     EventMachine,
     EventRecovery,
     TextPart,
@@ -127,13 +128,13 @@ def recover_message(message: dict, *, native: bool, has_tools: bool, **options) 
     ``options`` are ``parse``'s, ``tools`` in the Messages shape (or ``options=`` an ``Options``);
     ``stream_arguments`` changes nothing here.
     """
-    content, opts = answer_entries(message, "message", "content", native, has_tools, options, convert_tools)
+    content, opts = answer_entries(message, SPEC, native, has_tools, options)
     if content is None:
         return message
     calls: list[ToolCall] = []
     cut = message.get("stop_reason") == "max_tokens"  # the output was cut: its last block never ended
-    new_content = scrub_parts(content, "text", opts, calls, cut)
-    structured = sum(1 for block in content if block.get("type") == "tool_use")
+    new_content = scrub_parts(content, SPEC.text, opts, calls, cut)
+    structured = sum(1 for block in content if block.get("type") in SPEC.calls)
     if not should_recover(native, True, structured):
         calls = []
     if new_content is None and not calls:
@@ -148,7 +149,7 @@ def recover_message_bytes(body, *, native: bool, has_tools: bool, **options):
     """``recover_message`` on a raw JSON body: ``body`` itself (the very same object) when nothing changes,
     when it is not a message (an error body …) or, without ``tools``, when ``may_contain_markup`` says no;
     otherwise compact UTF-8 JSON bytes."""
-    return recover_bytes(body, native, has_tools, options, convert_tools, _recover_answer)
+    return recover_bytes(body, SPEC, native, has_tools, options)
 
 
 def _recover_answer(message: dict, **keywords) -> dict:
@@ -191,7 +192,7 @@ class MessagesRecovery(EventMachine):
     """
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
-        super().__init__(native, has_tools, options, convert_tools)  # its indexes: content block indexes
+        super().__init__(native, has_tools, options, SPEC)  # its indexes: content block indexes
         self._failed = False  # a streamed call was abandoned: an error event went out, nothing more does
         self._blocks: dict[int, TextPart] = {}  # text blocks by index
         # stream_arguments: upstream block index -> the one sent; a text block's open block as sent (None while a
@@ -622,3 +623,16 @@ def arecover_messages_sse(
 ) -> AsyncIterator[bytes]:
     """``recover_messages_sse`` over an async iterable."""
     return adrive_sse(MessagesSSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options), chunks)
+
+
+#: the Messages API as ``_apis`` and the proxy know it (a raw body's error answer is left as it is)
+SPEC = ApiSpec(
+    answer="message",
+    entries="content",
+    text="text",
+    calls=frozenset({"tool_use"}),
+    convert_tools=convert_tools,
+    recover=_recover_answer,
+    recover_bytes=recover_message_bytes,
+    sse=MessagesSSERecovery,
+)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from . import _scan, messages_api, responses_api
-from ._apis import FORMATS, EventRecovery, chat_tools
+from ._apis import FORMATS, ApiSpec, EventRecovery, chat_tools
 from .chat_bytes import recover_response_bytes
 from .metrics import CONTENT_TYPE, SLOTS, Metrics, path_label
 from .openai import check_gate
@@ -291,23 +291,16 @@ class _Api:
     def options(self, tools: list, stream_arguments: bool = False) -> Options:
         return Options(tools=tools, formats=self.formats, stream_arguments=stream_arguments)
 
+    @classmethod
+    def of(cls, spec: ApiSpec) -> _Api:
+        """An API of ``_apis.ApiSpec``'s (Responses, Messages): what its module says of it."""
+        return cls(spec.convert_tools, FORMATS, spec.sse, spec.recover_bytes, _items_count(spec.entries, spec.calls))
+
 
 _APIS = {
     CHAT_PATH: _Api(chat_tools, None, SSERecovery, recover_response_bytes, _call_count, tallies=True),
-    RESPONSES_PATH: _Api(
-        responses_api.convert_tools,
-        FORMATS,
-        responses_api.ResponsesSSERecovery,
-        responses_api.recover_responses_bytes,
-        _items_count("output", responses_api.CALL_ITEMS),
-    ),
-    MESSAGES_PATH: _Api(
-        messages_api.convert_tools,
-        FORMATS,
-        messages_api.MessagesSSERecovery,
-        messages_api.recover_message_bytes,
-        _items_count("content", frozenset({"tool_use"})),
-    ),
+    RESPONSES_PATH: _Api.of(responses_api.SPEC),
+    MESSAGES_PATH: _Api.of(messages_api.SPEC),
 }
 
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TypeGuard
 
 from ._apis import (
+    ApiSpec,
     EventMachine,
     EventRecovery,
     TextPart,
@@ -96,7 +97,7 @@ def recover_responses(response: dict, *, native: bool, has_tools: bool, **option
     ``parse``'s, ``tools`` in the Responses shape (or ``options=`` an ``Options``, its tools chat-shaped);
     ``stream_arguments`` changes nothing here.
     """
-    output, opts = answer_entries(response, "response", "output", native, has_tools, options, convert_tools)
+    output, opts = answer_entries(response, SPEC, native, has_tools, options)
     if output is None:
         return response
     new_output = None
@@ -111,7 +112,7 @@ def recover_responses(response: dict, *, native: bool, has_tools: bool, **option
         content = item.get("content")
         if kind != "message" or not isinstance(content, list):
             continue
-        new_content = scrub_parts(content, "output_text", opts, calls, i == last)
+        new_content = scrub_parts(content, SPEC.text, opts, calls, i == last)
         if new_content is not None:
             if new_output is None:
                 new_output = list(output)
@@ -127,7 +128,7 @@ def recover_responses_bytes(body, *, native: bool, has_tools: bool, **options):
     """``recover_responses`` on a raw JSON body: ``body`` itself (the very same object) when nothing changes,
     when it is not a response object (an error body …) or, without ``tools``, when ``may_contain_markup``
     says no; otherwise compact UTF-8 JSON bytes."""
-    return recover_bytes(body, native, has_tools, options, convert_tools, recover_responses)
+    return recover_bytes(body, SPEC, native, has_tools, options)
 
 
 class ResponsesRecovery(EventMachine):
@@ -170,7 +171,7 @@ class ResponsesRecovery(EventMachine):
     """
 
     def __init__(self, *, native: bool, has_tools: bool, **options) -> None:
-        super().__init__(native, has_tools, options, convert_tools)  # its indexes: output_index
+        super().__init__(native, has_tools, options, SPEC)  # its indexes: output_index
         self._parts: dict[tuple[int, int], TextPart] = {}
         self._shift = 0  # added to the upstream's sequence numbers
         self._seq: int | None = None  # the last sequence number sent
@@ -709,3 +710,16 @@ def arecover_responses_sse(
 ) -> AsyncIterator[bytes]:
     """``recover_responses_sse`` over an async iterable."""
     return adrive_sse(ResponsesSSERecovery(native=native, has_tools=has_tools, max_event=max_event, **options), chunks)
+
+
+#: the Responses API as ``_apis`` and the proxy know it
+SPEC = ApiSpec(
+    answer="response",
+    entries="output",
+    text="output_text",
+    calls=CALL_ITEMS,
+    convert_tools=convert_tools,
+    recover=recover_responses,
+    recover_bytes=recover_responses_bytes,
+    sse=ResponsesSSERecovery,
+)
