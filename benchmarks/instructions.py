@@ -1,11 +1,12 @@
 """A fixed amount of scanning work, for counting instructions (this machine's timings are too noisy to compare
 builds a few percent apart; an instruction count does not move):
 
-    valgrind --tool=callgrind --callgrind-out-file=cg.out python benchmarks/instructions.py parse deepseek
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=cg.out python benchmarks/instructions.py parse deepseek
 
 runs ``parse`` three times over a benchmark corpus (``stream``: three ``StreamScrubber`` runs over it in
 4-character deltas). ``none`` as the corpus does only the start-up, to subtract. Compare builds by the
-``summary`` line of each output, start-up subtracted. ``TEXTCALLS_NO_EXTENSIONS=1`` counts the twin.
+``summary`` line of each output, start-up subtracted. ``TEXTCALLS_NO_EXTENSIONS=1`` counts the twin. With
+``PYTHONHASHSEED=0`` a build gives the same count run after run; with the hash seed random, about 1% apart.
 """
 
 import sys
