@@ -14,13 +14,13 @@ Shared by both scanners, which hand it each block's body in the pieces they lex 
   read with arguments other than the pieces). No call in ``calls`` is this one: whatever the block gives
   without the option (a call, delivered whole; no call; or its text, in the content) it gives all the same.
 
-A JSON-bodied call starts only outside reasoning (as every call: and not after a block that never closed),
-in a block scanned with JSON-string awareness, of a dialect whose
-grammar keeps plain arguments as written (``_HEADS``), once the name is complete and names an offered tool
-(or ``unknown_tools="accept"``) and the arguments object has begun. Its pieces are slices of the body from
-that object's ``{`` to its closing ``}``; held back are only what the scanner holds (a possible closer or
-opener), an unfinished escape in a string, and the body text of a started call not read yet: it is read in
-runs of at least ``PIECE_MIN`` characters (the block's end settles the rest), so that a delta costs a string
+A JSON-bodied call starts only outside reasoning (as every call: and not after a block that never closed), in
+a block scanned with JSON-string awareness, of a dialect whose grammar keeps plain arguments as written
+(``jsonlike.STREAM_HEADS``), once the name is complete and names an offered tool (or
+``unknown_tools="accept"``) and the arguments object has begun. Its pieces are slices of the body from that
+object's ``{`` to its closing ``}``; held back are only what the scanner holds (a possible closer or opener),
+an unfinished escape in a string, and the body text of a started call not read yet: it is read in runs of at
+least ``PIECE_MIN`` characters (the block's end settles the rest), so that a delta costs a string
 concatenation, not a read and an event.
 
 Qwen3-Coder XML bodies of those blocks (``<function=NAME><parameter=KEY>VALUE</parameter>…</function>`` in
@@ -56,17 +56,9 @@ from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import ClassVar
 
-from .dialects import NAME_ATTRIBUTE, xml
-from .dialects.jsonlike import (
-    FUNCTION_OPENER,
-    KIMI_ARGUMENT_BEGIN,
-    KIMI_ID,
-    KIMI_RESERVED_ARGUMENT_BEGIN,
-    KIMI_SPACED,
-    MISTRAL_HEAD,
-    NAME_HEAD,
-)
-from .markers import DEEPSEEK_SEP, Block
+from .dialects import xml
+from .dialects.jsonlike import STREAM_HEADS, Head, call_object_head
+from .markers import Block
 from .relaxed_json import NO_VALUE, decode
 from .toolcall import ARGUMENTS_ENCODER, ToolCall, new_call_id
 
@@ -86,108 +78,9 @@ HEAD_MAX = 512
 #: the block's end): the scanners gather them, so a delta costs no call here, no read and no event.
 PIECE_MIN = 32
 NEVER = sys.maxsize  # what ``_wants`` asks for when the body is not read
-_JSON_WS = " \t\n\r"
-_ASCII_SEP = DEEPSEEK_SEP.replace("\uff5c", "|")
-#: ``{"name": "NAME", "arguments": `` up to the arguments object (the Hermes call object, name first)
-_CALL_OBJECT_HEAD = re.compile(
-    r'\s*\{[ \t\n\r]*"name"[ \t\n\r]*:[ \t\n\r]*"(?P<name>[^"\\]*)"[ \t\n\r]*,'
-    r'[ \t\n\r]*"(?:arguments|parameters|args|input)"[ \t\n\r]*:[ \t\n\r]*'
-)
 _STRUCTURE = re.compile(r'["{}\[\]]')  # in the arguments, outside strings
 #: a JSON string's text up to its closing quote, or to a backslash that starts no complete escape
 _STRING_RUN = re.compile(r'(?:[^"\\]+|\\u[0-9a-fA-F]{4}|\\[^u])*')
-
-Head = tuple[str, str | None]  # the call's name, and the id written in the body (None: a fresh one)
-
-
-def _call_object(opener: str, head: str) -> Head | None:
-    m = _CALL_OBJECT_HEAD.fullmatch(head)
-    return None if m is None else (m.group("name"), None)
-
-
-def _fenced(text: str) -> bool:
-    """``text`` (what comes before the arguments' ``{``) is blank, or opens one markdown fence
-    (```` ``` ```` or ```` ```json ````, a line break, JSON whitespace), as ``relaxed_json.strip_fence`` reads."""
-    text = text.lstrip()
-    if not text:
-        return True
-    newline = text.find("\n")
-    return (
-        text.startswith("```")
-        and newline >= 0
-        and text[3:newline].strip().lower() in ("", "json")
-        and not text[newline + 1 :].strip(_JSON_WS)
-    )
-
-
-def _hermes(opener: str, head: str) -> Head | None:
-    """``dialects.hermes``: a call object; not when the opener names the tool (its own grammar)."""
-    named = NAME_ATTRIBUTE.search(opener)
-    if named and (named.group(1) or named.group(2) or "").strip():
-        return None
-    return _call_object(opener, head)
-
-
-def _deepseek(opener: str, head: str) -> Head | None:
-    """``jsonlike.deepseek``: ``NAME<sep>{`` (V3.1), ``TYPE<sep>NAME`` and a fence (V3), or a call object."""
-    if "\uff5c" not in opener:
-        head = head.replace(_ASCII_SEP, DEEPSEEK_SEP)
-    name, sep, tail = head.partition(DEEPSEEK_SEP)
-    if not sep:
-        return _call_object(opener, head)
-    if not tail.strip():
-        return name, None
-    if tail.lstrip().startswith("```"):  # V3.1 with a fence: read as JSON again, not as written
-        return None
-    name, _, fence = tail.partition("\n")
-    return (name, None) if _fenced(fence) else None
-
-
-def _kimi(opener: str, head: str) -> Head | None:
-    """``jsonlike.kimi_k2``: ``functions.NAME:IDX<|tool_call_argument_begin|>{`` (the id is the call's)."""
-    call_id, sep, tail = head.partition(KIMI_ARGUMENT_BEGIN)
-    if not sep:
-        call_id, sep, tail = head.partition(KIMI_RESERVED_ARGUMENT_BEGIN)
-    if not sep:
-        spaced = KIMI_SPACED.match(head + "{")
-        if spaced is None:
-            return None
-        call_id, tail = spaced.group("id"), head[spaced.end() :]
-    m = KIMI_ID.fullmatch(call_id.strip())
-    if m is None or tail.strip():
-        return None
-    return m.group("name").removeprefix("functions."), call_id.strip()
-
-
-def _function(opener: str, head: str) -> Head | None:
-    """``dialects.function``: the name in the opener (``<function=NAME>``), the body a (fenced) object."""
-    m = FUNCTION_OPENER.fullmatch(opener.strip())
-    return (m.group("n1") or m.group("n2"), None) if m and _fenced(head) else None
-
-
-def _mistral(opener: str, head: str) -> Head | None:
-    """``jsonlike.mistral``: ``NAME{``, ``NAME[ARGS]{``, ``NAME[CALL_ID]ID[ARGS]{`` (the id is the call's)."""
-    head = head.strip()
-    m = MISTRAL_HEAD.match(head) if head else None
-    return (m.group("name"), m.group("id")) if m and m.end() == len(head) else None
-
-
-def _name_then_json(opener: str, head: str) -> Head | None:
-    """``dialects.dsml_toolcall``'s ``NAME`` then a (fenced) object."""
-    m = NAME_HEAD.match(head)
-    return (m.group("name"), None) if m and _fenced(head[m.end() :]) else None
-
-
-#: grammar name -> (how many ``{`` may come before the arguments' own, the reader of the text before it)
-_HEADS: dict[str, tuple[int, Callable[[str, str], Head | None]]] = {
-    "hermes": (1, _hermes),
-    "deepseek": (1, _deepseek),
-    "kimi_k2": (0, _kimi),
-    "function": (0, _function),
-    "mistral": (0, _mistral),
-    "dsml_toolcall": (0, _name_then_json),
-}
-
 #: grammars whose bodies may be Qwen3-Coder XML (a body whose first character is ``<``)
 _QWEN_GRAMMARS = frozenset(("hermes", "function"))
 #: the longest text a tag that may be forming is held for (past it, the call stops streaming)
@@ -705,7 +598,7 @@ class CallEvents:
         self._opener = ""
         self._head = ""  # the body before the arguments object, so far
         self._braces = 0  # how many more "{" may come before the arguments' own
-        self._read: Callable[[str, str], Head | None] = _call_object
+        self._read: Callable[[str, str], Head | None] = call_object_head
         self._index = 0
         self._id = ""
         self._name = ""
@@ -723,7 +616,7 @@ class CallEvents:
     def open(self, block: Block, opener: str, plain: bool) -> int:
         """A block opened; ``plain``: outside reasoning, and not after a block that never closed (the text
         is then scanned without JSON-string awareness). Returns how much body to gather for ``body``."""
-        head = _HEADS.get(block.grammar) if plain and block.json_strings else None
+        head = STREAM_HEADS.get(block.grammar) if plain and block.json_strings else None
         tags = _XML_BODIES.get(block.grammar) if plain else None
         self._state = _HEAD if head is not None else _XML_HEAD if tags is not None else _OFF
         if head is not None:

@@ -16,13 +16,12 @@ from ..toolcall import ToolCall
 from . import harmony as _harmony
 from . import jsonlike, pythonic, xml
 from .context import Context
+from .jsonlike import NAME_ATTRIBUTE
 
 __all__ = ["GRAMMARS", "NAME_ATTRIBUTE", "WHOLE_MESSAGE", "Context"]
 
 _GLM_NAME = re.compile(r"[\w.:-]+")
 _NONBLANK = re.compile(r"\S")
-#: A ``name="…"`` attribute in a tag opener's attribute text (``<tool_call id="…" name="NAME">``).
-NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
 
 
 def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import cast
 
 from .. import _scan
@@ -35,13 +36,17 @@ __all__ = [
     "KIMI_ID",
     "KIMI_SPACED",
     "MISTRAL_HEAD",
+    "NAME_ATTRIBUTE",
     "NAME_HEAD",
+    "STREAM_HEADS",
+    "Head",
     "apertus",
     "arrow_call",
     "as_written",
     "bare_calls",
     "bare_json_message",
     "call_from_block",
+    "call_object_head",
     "deepseek",
     "function_gemma",
     "function_tag",
@@ -790,3 +795,111 @@ class _Notation:
         if token in _LITERALS:
             return _LITERALS[token]
         return float(token) if any(c in token for c in ".eE") else int(token)
+
+
+#: A ``name="…"`` attribute in a tag opener's attribute text (``<tool_call id="…" name="NAME">``).
+NAME_ATTRIBUTE = re.compile(r"""\sname\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
+
+
+# -- stream heads: what comes before a JSON call's arguments object, as _events.CallEvents reads it --------
+
+_JSON_WS = " \t\n\r"
+_ASCII_SEP = DEEPSEEK_SEP.replace("\uff5c", "|")
+#: ``{"name": "NAME", "arguments": `` up to the arguments object (the Hermes call object, name first)
+_CALL_OBJECT_HEAD = re.compile(
+    r'\s*\{[ \t\n\r]*"name"[ \t\n\r]*:[ \t\n\r]*"(?P<name>[^"\\]*)"[ \t\n\r]*,'
+    r'[ \t\n\r]*"(?:arguments|parameters|args|input)"[ \t\n\r]*:[ \t\n\r]*'
+)
+
+Head = tuple[str, str | None]  # the call's name, and the id written in the body (None: a fresh one)
+
+
+def call_object_head(opener: str, head: str) -> Head | None:
+    """A Hermes call object's head: ``{"name": "NAME", "arguments": `` up to the arguments object."""
+    m = _CALL_OBJECT_HEAD.fullmatch(head)
+    return None if m is None else (m.group("name"), None)
+
+
+def _fenced(text: str) -> bool:
+    """``text`` (what comes before the arguments' ``{``) is blank, or opens one markdown fence
+    (```` ``` ```` or ```` ```json ````, a line break, JSON whitespace), as ``relaxed_json.strip_fence`` reads."""
+    text = text.lstrip()
+    if not text:
+        return True
+    newline = text.find("\n")
+    return (
+        text.startswith("```")
+        and newline >= 0
+        and text[3:newline].strip().lower() in ("", "json")
+        and not text[newline + 1 :].strip(_JSON_WS)
+    )
+
+
+def _hermes_head(opener: str, head: str) -> Head | None:
+    """``dialects.hermes``: a call object; not when the opener names the tool (its own grammar)."""
+    named = NAME_ATTRIBUTE.search(opener)
+    if named and (named.group(1) or named.group(2) or "").strip():
+        return None
+    return call_object_head(opener, head)
+
+
+def _deepseek_head(opener: str, head: str) -> Head | None:
+    """``jsonlike.deepseek``: ``NAME<sep>{`` (V3.1), ``TYPE<sep>NAME`` and a fence (V3), or a call object."""
+    if "\uff5c" not in opener:
+        head = head.replace(_ASCII_SEP, DEEPSEEK_SEP)
+    name, sep, tail = head.partition(DEEPSEEK_SEP)
+    if not sep:
+        return call_object_head(opener, head)
+    if not tail.strip():
+        return name, None
+    if tail.lstrip().startswith("```"):  # V3.1 with a fence: read as JSON again, not as written
+        return None
+    name, _, fence = tail.partition("\n")
+    return (name, None) if _fenced(fence) else None
+
+
+def _kimi_head(opener: str, head: str) -> Head | None:
+    """``jsonlike.kimi_k2``: ``functions.NAME:IDX<|tool_call_argument_begin|>{`` (the id is the call's)."""
+    call_id, sep, tail = head.partition(KIMI_ARGUMENT_BEGIN)
+    if not sep:
+        call_id, sep, tail = head.partition(KIMI_RESERVED_ARGUMENT_BEGIN)
+    if not sep:
+        spaced = KIMI_SPACED.match(head + "{")
+        if spaced is None:
+            return None
+        call_id, tail = spaced.group("id"), head[spaced.end() :]
+    m = KIMI_ID.fullmatch(call_id.strip())
+    if m is None or tail.strip():
+        return None
+    return m.group("name").removeprefix("functions."), call_id.strip()
+
+
+def _function_head(opener: str, head: str) -> Head | None:
+    """``dialects.function``: the name in the opener (``<function=NAME>``), the body a (fenced) object."""
+    m = FUNCTION_OPENER.fullmatch(opener.strip())
+    return (m.group("n1") or m.group("n2"), None) if m and _fenced(head) else None
+
+
+def _mistral_head(opener: str, head: str) -> Head | None:
+    """``jsonlike.mistral``: ``NAME{``, ``NAME[ARGS]{``, ``NAME[CALL_ID]ID[ARGS]{`` (the id is the call's)."""
+    head = head.strip()
+    m = MISTRAL_HEAD.match(head) if head else None
+    return (m.group("name"), m.group("id")) if m and m.end() == len(head) else None
+
+
+def _name_then_json_head(opener: str, head: str) -> Head | None:
+    """``dialects.dsml_toolcall``'s ``NAME`` then a (fenced) object."""
+    m = NAME_HEAD.match(head)
+    return (m.group("name"), None) if m and _fenced(head[m.end() :]) else None
+
+
+#: The stream heads (``_events.CallEvents``): grammar name -> (how many ``{`` may come before the arguments'
+#: own, the reader of the text before it: the call's name and the id written in the body, or None).
+STREAM_HEADS: dict[str, tuple[int, Callable[[str, str], Head | None]]] = {
+    "hermes": (1, _hermes_head),
+    "deepseek": (1, _deepseek_head),
+    "kimi_k2": (0, _kimi_head),
+    "function": (0, _function_head),
+    "mistral": (0, _mistral_head),
+    "dsml_toolcall": (0, _name_then_json_head),
+}
