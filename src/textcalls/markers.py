@@ -28,6 +28,9 @@ FIRST_CHARS_MAX = 8
 #: every such character in prose), at most 40.
 LITERAL_MIN = 2
 LITERAL_MAX = 40
+#: How much of a block's body may come before its call's arguments (``stream_arguments``): past that, the
+#: call is not streamed (``_events.HEAD_MAX``).
+HEAD_MAX = 512
 #: How many value tag pairs (``Block.values``) a block kind may have.
 VALUES_MAX = 4
 

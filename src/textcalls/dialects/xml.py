@@ -159,21 +159,21 @@ class _Markup:
         return tags
 
 
-QWEN_MARKUP = _Markup(
+QWEN_MARKUP: _Markup = _Markup(
     call=r"<function=(?P<head>[^<>\n]*)>",
     end_call=r"</function\s*>",
     param=r"<parameter=(?P<head>[^<>\n]*)>",
     end_param=r"</parameter\s*>",
     newline_params=True,
 )
-MINIMAX_MARKUP = _Markup(
+MINIMAX_MARKUP: _Markup = _Markup(
     call=r"<invoke(?P<head>\s[^<>]*)?>",
     end_call=r"</invoke\s*>",
     param=r"<parameter(?P<head>\s[^<>]*)?>",
     end_param=r"</parameter\s*>",
     newline_params=True,
 )
-STEP3_MARKUP = _Markup(
+STEP3_MARKUP: _Markup = _Markup(
     call=r"<steptml:invoke(?P<head>\s[^<>]*)?>",
     end_call=r"</steptml:invoke\s*>",
     param=r"<steptml:parameter(?P<head>\s[^<>]*)?>",
@@ -181,7 +181,7 @@ STEP3_MARKUP = _Markup(
     newline_params=True,
 )
 _BAR = "[｜|]"  # DeepSeek writes U+FF5C; an ASCII bar is accepted too
-DSML_MARKUP = _Markup(  # (V4.1 writes a space after the bar: ``<｜DSML｜ invoke name="F">``)
+DSML_MARKUP: _Markup = _Markup(  # (V4.1 writes a space after the bar: ``<｜DSML｜ invoke name="F">``)
     call=rf"<{_BAR}DSML{_BAR} ?invoke(?P<head>\s[^<>]*)?>",
     end_call=rf"</{_BAR}DSML{_BAR} ?invoke\s*>",
     param=rf"<{_BAR}DSML{_BAR} ?parameter(?P<head>\s[^<>]*)?>",
