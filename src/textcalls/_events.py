@@ -53,9 +53,8 @@ import re
 import sys
 from collections.abc import Callable
 
-from .dialects import xml
 from .dialects.jsonlike import STREAM_HEADS, Head, call_object_head
-from .dialects.xml_stream import QWEN_GRAMMARS, QWEN_OPENER, QWEN_TAGS, XML_BODIES, GlmCall, GlmTags, XmlCall
+from .dialects.xml_stream import XML_BODIES, XmlCall, body_reader, qwen_body
 from .markers import HEAD_MAX, Block
 from .toolcall import ToolCall, new_call_id
 
@@ -141,12 +140,7 @@ class CallEvents:
             self._opener = opener
             self._head = ""
         self._xml = None if tags is None else XmlCall(self, self._ctx, tags, None)
-        self._qwen = None
-        if head is not None and block.grammar in QWEN_GRAMMARS:
-            if block.grammar == "hermes":
-                self._qwen = ""
-            elif (m := QWEN_OPENER.fullmatch(opener)) is not None and (name := xml.tag_name(m.group("call"))):
-                self._qwen = name
+        self._qwen = qwen_body(block.grammar, opener) if head is not None else None
         return self._wants()
 
     def _wants(self) -> int:
@@ -169,10 +163,7 @@ class CallEvents:
         elif self._state == _HEAD:
             first = text.lstrip()[:1]
             if self._qwen is not None and first and not self._head.strip():
-                if first == "<":
-                    self._xml = XmlCall(self, self._ctx, QWEN_TAGS, self._qwen or None)
-                elif not self._qwen and first not in "{[`":  # a <tool_call> body that starts with a name: GLM
-                    self._xml = GlmCall(self, self._ctx, GlmTags(), None)
+                self._xml = body_reader(self, self._ctx, self._qwen, first)
                 if self._xml is not None:
                     self._state = _XML_HEAD
                     self._xml.feed(self._head + text)

@@ -29,6 +29,8 @@ __all__ = [
     "GlmTags",
     "Sink",
     "XmlCall",
+    "body_reader",
+    "qwen_body",
 ]
 
 
@@ -534,3 +536,25 @@ class GlmCall(XmlCall):
         self._buf = buf[cut:]
         self._step = self._between
         return True
+
+
+def qwen_body(grammar: str, opener: str) -> str | None:
+    """Whether a JSON-headed block (``grammar``, opened by ``opener``) may hold an XML body instead: ``""`` for
+    a ``<tool_call>`` (Qwen3-Coder XML or GLM), the call's name for a ``<function=NAME>`` block (Qwen3-Coder
+    parameters), ``None`` for any other (only JSON)."""
+    if grammar not in QWEN_GRAMMARS:
+        return None
+    if grammar == "hermes":
+        return ""
+    m = QWEN_OPENER.fullmatch(opener)
+    return (xml.tag_name(m.group("call")) or None) if m is not None else None
+
+
+def body_reader(sink: Sink, ctx, qwen: str, first: str) -> XmlCall | None:
+    """The reader of a ``qwen_body`` block whose body's first non-blank character is ``first``: Qwen3-Coder XML
+    (``<``), GLM (a ``<tool_call>`` body that starts with a name), or ``None`` (JSON: the stream heads read it)."""
+    if first == "<":
+        return XmlCall(sink, ctx, QWEN_TAGS, qwen or None)
+    if not qwen and first not in "{[`":
+        return GlmCall(sink, ctx, GlmTags(), None)
+    return None
