@@ -140,11 +140,9 @@ def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unkno
     return [c for c in calls if ctx.known(c.name)]
 
 
-#: Dialects whose closer is a special token that servers strip (``skip_special_tokens``) and whose opener
-#: cannot be prose: a block of theirs that the message ends inside may be a call even without ``tools``.
-#: DeepSeek is not among them: the seed's rule (an unterminated opener stays verbatim) stands for it
-#: without tools; with tools, it follows the general rule.
-STRIPPED_CLOSERS = frozenset({"harmony", "kimi_k2"})
+#: Dialects whose closer is a special token that servers strip (``markers.Block.stripped_closer``): a block
+#: of theirs that the message ends inside may be a call even without ``tools``.
+STRIPPED_CLOSERS = frozenset(b.dialect for b in BLOCKS if b.stripped_closer)
 #: What may be missing at the end of a block that the message ends inside: nothing (only the closer), one
 #: final bracket, or the closing tags / fence of the body's own grammar after its last value closed (a value
 #: is never closed: ``xml.ends_in_value``). Nothing else is ever added.
@@ -176,7 +174,7 @@ def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context
         if calls and all(ctx.known(c.name) for c in calls):
             return read_from(calls, block.dialect)
         return cut
-    if not ctx.has_tools and block.dialect not in STRIPPED_CLOSERS:
+    if not ctx.has_tools and not block.stripped_closer:
         return cut
     first = _NONBLANK.search(body)
     if first is not None and body[first.start()] not in "{[" and ends_in_value(body):

@@ -57,6 +57,10 @@ class Block:
     "Values"). An ``opening`` that ends with ``>`` is the whole tag; any other is followed by the tag's
     head up to ``value_head_end``, within ATTR_MAX characters and with no ``<`` or ``>`` before it (else
     it is no tag).
+    ``stripped_closer``: the closer is a special token servers strip (``skip_special_tokens``) and the
+    opener cannot be prose: a block the message ends inside may be a call even without ``tools``
+    (``_table.read_unterminated``). Not DeepSeek: the seed's rule (an unterminated opener stays verbatim)
+    stands for it without tools.
     """
 
     dialect: str
@@ -70,6 +74,7 @@ class Block:
     anchor: str | None = None
     values: tuple[tuple[str, str], ...] = ()
     value_head_end: str = ">"
+    stripped_closer: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,7 @@ BLOCKS: tuple[Block, ...] = (
         Block(DEEPSEEK, _ascii(DEEPSEEK_OPEN), _ascii(DEEPSEEK_CLOSE), "deepseek"),
         _dsml(f"<{_BAR}DSML{_BAR}function_calls>", f"</{_BAR}DSML{_BAR}function_calls>"),
         _dsml(f"<{_BAR}DSML{_BAR}tool_calls>", f"</{_BAR}DSML{_BAR}tool_calls>"),
-        Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2"),
+        Block("kimi_k2", "<|tool_call_begin|>", "<|tool_call_end|>", "kimi_k2", stripped_closer=True),
         Block(
             "kimi_k3",
             "<|open|>tools<|sep|>",
@@ -234,10 +239,34 @@ BLOCKS: tuple[Block, ...] = (
         Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
         # Harmony: <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{ARGS}<|call|>, or the
         # recipient first: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{ARGS}<|call|>
-        Block("harmony", "<|channel|>commentary", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
-        Block("harmony", "<|start|>assistant", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
+        Block(
+            "harmony",
+            "<|channel|>commentary",
+            "<|call|>",
+            "harmony",
+            delimiters=" \t\n",
+            strong=False,
+            stripped_closer=True,
+        ),
+        Block(
+            "harmony",
+            "<|start|>assistant",
+            "<|call|>",
+            "harmony",
+            delimiters=" \t\n",
+            strong=False,
+            stripped_closer=True,
+        ),
         # a call on the analysis channel (llama.cpp's tests): <|channel|>analysis to=functions.NAME<|message|>{…}
-        Block("harmony", "<|channel|>analysis", "<|call|>", "harmony", delimiters=" \t\n", strong=False),
+        Block(
+            "harmony",
+            "<|channel|>analysis",
+            "<|call|>",
+            "harmony",
+            delimiters=" \t\n",
+            strong=False,
+            stripped_closer=True,
+        ),
     )
     + tuple(Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS)
     + (
@@ -260,7 +289,7 @@ BLOCKS: tuple[Block, ...] = (
         Block("llama3", "<|python_tag|>brave_search.call(", "<|eom_id|>", "builtin_call", json_strings=False),
         Block("llama3", "<|python_tag|>wolfram_alpha.call(", "<|eom_id|>", "builtin_call", json_strings=False),
         # Kimi K2 with its tool-call tokens decoded by id (a tokenizer that lost their names)
-        Block("kimi_k2", "<|reserved_token_163597|>", "<|reserved_token_163599|>", "kimi_k2"),
+        Block("kimi_k2", "<|reserved_token_163597|>", "<|reserved_token_163599|>", "kimi_k2", stripped_closer=True),
         # gpt-oss with its special tokens stripped: commentary to=functions.NAME json{…} (opt-in: plain phrases).
         # Anchored at the f of "functions": no word opener may hold an f past its first character, or the
         # tail a stream holds for one word (functools) could hide the start of another (see _table.word_tail).
