@@ -44,7 +44,9 @@ def _unknown_api(what: str) -> RuntimeError:
 
 
 try:
-    from openai.types.responses.function_tool import FunctionTool  # the Responses API's (openai: vLLM's dependency)
+    from openai.types.responses.function_tool import (  # type: ignore[import-not-found,unused-ignore]
+        FunctionTool,  # the Responses API's (openai: vLLM's dependency)
+    )
     from vllm.entrypoints.generate.base.protocol import (  # type: ignore[import-not-found,unused-ignore]
         DeltaFunctionCall,
         DeltaMessage,
