@@ -162,6 +162,11 @@ _DSML_VALUES = tuple(
 )
 
 
+def _harmony(opener: str) -> Block:
+    """A Harmony (gpt-oss) block kind: a header opener, the body up to ``<|call|>`` (a stripped stop token)."""
+    return Block("harmony", opener, "<|call|>", "harmony", delimiters=" \t\n", strong=False, stripped_closer=True)
+
+
 def _dsml(opener: str, closer: str) -> Block:
     """A DSML block kind (DeepSeek V3.2 / V4 / V4.1): its invokes and parameter values."""
     return Block("deepseek_dsml", opener, closer, "dsml", json_strings=False, values=_DSML_VALUES)
@@ -239,34 +244,10 @@ BLOCKS: tuple[Block, ...] = (
         Block("apertus", "<|tools_prefix|>", "<|tools_suffix|>", "apertus"),
         # Harmony: <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{ARGS}<|call|>, or the
         # recipient first: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{ARGS}<|call|>
-        Block(
-            "harmony",
-            "<|channel|>commentary",
-            "<|call|>",
-            "harmony",
-            delimiters=" \t\n",
-            strong=False,
-            stripped_closer=True,
-        ),
-        Block(
-            "harmony",
-            "<|start|>assistant",
-            "<|call|>",
-            "harmony",
-            delimiters=" \t\n",
-            strong=False,
-            stripped_closer=True,
-        ),
+        _harmony("<|channel|>commentary"),
+        _harmony("<|start|>assistant"),
         # a call on the analysis channel (llama.cpp's tests): <|channel|>analysis to=functions.NAME<|message|>{…}
-        Block(
-            "harmony",
-            "<|channel|>analysis",
-            "<|call|>",
-            "harmony",
-            delimiters=" \t\n",
-            strong=False,
-            stripped_closer=True,
-        ),
+        _harmony("<|channel|>analysis"),
     )
     + tuple(Block("wrappers", f"<{w}>", f"</{w}>", "wrapped_call", strong=False, starts="{[`") for w in _WRAPPERS)
     + (
