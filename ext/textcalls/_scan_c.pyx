@@ -3,7 +3,7 @@
 """The hot path in Cython: ``_scan_py`` again, over the str's own buffer (PEP 393 kinds).
 
 Same functions, same answers as the twin, built from the same table (``markers.py``); the scanning
-rules are stated once, in the README. Python objects are made only at the edges: the slices that
+rules are stated once, in docs/scanning.md. Python objects are made only at the edges: the slices that
 are emitted or held, and the calls.
 """
 

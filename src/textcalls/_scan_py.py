@@ -1,6 +1,6 @@
 """The pure-Python twin of the hot path (``_scan_c``): same functions, same answers.
 
-The scanning rules are stated once, in the README's "Scanning rules"; this module and
+The scanning rules are stated once, in docs/scanning.md; this module and
 ``ext/textcalls/_scan_c.pyx`` both implement them over the same table (``markers.py``) and the
 tests cross-check the two.
 """

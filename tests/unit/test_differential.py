@@ -572,7 +572,7 @@ def call_block(g: G, opts: dict) -> str:
 
 
 def bare_call(g: G, opts: dict) -> str:
-    """JSON calls as written without markup, in the shapes a bare call may take (README, "Bare JSON calls"):
+    """JSON calls as written without markup, in the shapes a bare call may take (docs/scanning.md, "Bare JSON calls"):
     ``{"name", "arguments"|"parameters"}`` with ``type``/``id`` or OpenAI's ``{"type", "function"}``, one, an
     array or ``;``-separated; mostly of an offered tool, sometimes of another or with a key no call has."""
     offered = [t["function"]["name"] for t in opts.get("tools") or []]
