@@ -34,6 +34,5 @@ def test_a_module_imports_alone(module, impl):
         capture_output=True,
         text=True,
         env={**{k: v for k, v in os.environ.items() if k != "TEXTCALLS_NO_EXTENSIONS"}, **env},
-        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
