@@ -2874,22 +2874,29 @@ cdef class StreamScrubber:
                         self._follow.drop()
                     p = q
                     continue
-                body = "".join(self._parts) + _slice(s, p, PyUnicode_GET_LENGTH(s))
-                gbody = self._opened_at + PyUnicode_GET_LENGTH(self._opener)
                 closer = self._spec.table.blocks[self._kind].closer or ""
                 if kind == LX_RAW:  # a value that never closed: the first closer or opener inside it decides
-                    c = self._raw_at
-                    if self._raw_close:
-                        self._finish(body[:c], out, closer)
-                        s, base = body[c + len(closer):], gbody + c + len(closer)
+                    c = p + self._raw_at - self._body_len  # its index in s: scanning goes on in s, nothing copied
+                    if c < p:  # met in an earlier delta: the body's text from it goes back in front of s (a delta)
+                        body = "".join(self._parts)
+                        piece = body[:self._raw_at]
+                        s = body[self._raw_at:] + _slice(s, p, PyUnicode_GET_LENGTH(s))
+                        base = self._opened_at + PyUnicode_GET_LENGTH(self._opener) + self._raw_at
+                        c = 0
                     else:
-                        self._emit(out, self._opener + body[:c])
+                        piece = "".join(self._parts) + _slice(s, p, c)
+                    if self._raw_close:
+                        self._finish(piece, out, closer)
+                        p = c + len(closer)
+                    else:
+                        self._emit(out, self._opener + piece)
                         self._opener = None
                         if self._follow is not None:
                             self._follow.drop()
-                        s, base = body[c:], gbody + c
-                    p = 0
+                        p = c
                     continue
+                body = "".join(self._parts) + _slice(s, p, PyUnicode_GET_LENGTH(s))
+                gbody = self._opened_at + PyUnicode_GET_LENGTH(self._opener)
                 # No closer outside a JSON string (or a value) within the cap: the first raw closer ends the block.
                 # At the end of the text, only one inside a string that never closed: every other is data.
                 self._poison_until = max(self._poison_until, NEVER if kind == LX_END else gbody + self.max_block + 1)

@@ -1055,21 +1055,26 @@ class StreamScrubber:
                         self._follow.drop()
                     p = q
                     continue
-                body = "".join(self._parts) + s[p:]
-                gbody = self._opened_at + len(self._opener)
                 if kind == "raw":  # a value that never closed: the first closer or opener inside it decides
                     r = self._raw_at
-                    if self._raw_close:
-                        self._finish(body[:r], out, self._closer)
-                        s, base = body[r + len(self._closer) :], gbody + r + len(self._closer)
+                    at = p + r - self._body_len  # its index in s: scanning goes on in s, nothing of it copied
+                    if at < p:  # met in an earlier delta: the body's text from it goes back in front of s (a delta)
+                        held = "".join(self._parts)
+                        head, s, base, at = held[:r], held[r:] + s[p:], self._opened_at + len(self._opener) + r, 0
                     else:
-                        self._emit(out, self._opener + body[:r])
+                        head = "".join(self._parts) + s[p:at]
+                    if self._raw_close:
+                        self._finish(head, out, self._closer)
+                        p = at + len(self._closer)
+                    else:
+                        self._emit(out, self._opener + head)
                         self._opener = None
                         if self._follow is not None:
                             self._follow.drop()
-                        s, base = body[r:], gbody + r
-                    p = 0
+                        p = at
                     continue
+                body = "".join(self._parts) + s[p:]
+                gbody = self._opened_at + len(self._opener)
                 # No closer outside a JSON string (or a value) within the cap: the first raw closer ends the block.
                 # At the end of the text, only one inside a string that never closed: every other is data.
                 self._poison_until = max(self._poison_until, _NEVER if kind == "end" else gbody + self.max_block + 1)

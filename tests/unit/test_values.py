@@ -250,3 +250,14 @@ def test_any_split_reads_values_as_parse_does(impl, tc, pieces, data):
     for stream_arguments in (False, True):
         got = feed_in_pieces(impl, text, cuts, tools=TOOLS, trim_blanks=True, stream_arguments=stream_arguments)
         assert got[:3] == (whole.content, whole.reasoning, [(c.name, c.arguments) for c in whole.calls])
+
+
+def test_values_that_never_close_stay_linear(impl, tc):
+    # every value broken by the next one, an opener inside each: each block ends where that opener is, and
+    # the scan goes on from there in the same text (a copy of the rest at each would hang this: quadratic; the
+    # twin, some 30 times slower, is given a quarter of the text)
+    text = "<tool_call><parameter=a>x <tool_call>" * (50_000 if impl.__name__.endswith("_py") else 200_000)
+    parsed = tc.parse(text)
+    assert (parsed.content, parsed.calls) == (text, [])
+    got, _, calls, _ = feed_in_pieces(impl, text, range(7, len(text), 7))
+    assert (got, calls) == (text, [])
