@@ -1,4 +1,5 @@
-"""Build the optional Cython extension ``textcalls._scan_c``.
+"""Build the optional Cython extensions: ``textcalls._kernels_c`` (the string kernels, a leaf) and
+``textcalls._scan_c`` (the scanner, which cimports the kernels: ``ext/textcalls/_kernels_c.pxd``).
 
 All metadata lives in pyproject.toml; this file only declares the extension.
 
@@ -23,7 +24,11 @@ def extensions():
     from setuptools import Extension
 
     return cythonize(
-        [Extension("textcalls._scan_c", ["ext/textcalls/_scan_c.pyx"])],
+        [
+            Extension("textcalls._kernels_c", ["ext/textcalls/_kernels_c.pyx"]),
+            Extension("textcalls._scan_c", ["ext/textcalls/_scan_c.pyx"]),
+        ],
+        include_path=["ext"],  # ``cimport textcalls._text`` / ``textcalls._kernels_c``: ext/textcalls/*.pxd
         compiler_directives={
             "language_level": 3,
             "boundscheck": False,

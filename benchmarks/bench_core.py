@@ -5,7 +5,7 @@ python -m pytest benchmarks/bench_core.py --benchmark-only -q
 
 import pytest
 
-from textcalls import _scan, _scan_c, _scan_py, parse
+from textcalls import _kernels, _scan, _scan_c, _scan_py, parse
 
 from . import corpora
 from .conftest import ratio
@@ -91,6 +91,7 @@ def test_find_baseline(bench):
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_parse(bench, monkeypatch, impl, corpus):
     monkeypatch.setattr(_scan, "impl", IMPLS[impl])
+    monkeypatch.setattr(_kernels, "impl", IMPLS[impl].KERNELS)
     bench(f"parse-{corpus}-{impl}", parse, CORPORA[corpus])
 
 
@@ -112,6 +113,7 @@ def test_core_only_stream(bench, corpus):
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_core_only_parse(bench, monkeypatch, corpus):
     monkeypatch.setattr(_scan, "impl", _scan_c)
+    monkeypatch.setattr(_kernels, "impl", _scan_c.KERNELS)
     bench(f"core-parse-{corpus}-c", lambda text: parse(text, formats=CORE), CORPORA[corpus])
 
 

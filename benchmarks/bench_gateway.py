@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from textcalls import _scan, _scan_c, _scan_py, _wire, sse
+from textcalls import _kernels, _scan, _scan_c, _scan_py, _wire, sse
 from textcalls.sse import SSERecovery
 from textcalls.stream import ChunkRecovery, recover_stream
 
@@ -107,6 +107,7 @@ def test_json_loads_baseline(bench):
 @pytest.mark.parametrize("impl", IMPLS)
 def test_recover_stream_untouched(bench, monkeypatch, impl):
     monkeypatch.setattr(_scan, "impl", IMPLS[impl])
+    monkeypatch.setattr(_kernels, "impl", IMPLS[impl].KERNELS)
     bench(f"chunks-{impl}", _chunks, CHUNKS)
 
 
@@ -290,6 +291,7 @@ def _long(stream_arguments):
 @pytest.mark.parametrize("stream_arguments", [False, True], ids=["off", "on"])
 def test_stream_arguments_per_delta(bench, monkeypatch, impl, stream_arguments):
     monkeypatch.setattr(_scan, "impl", IMPLS[impl])
+    monkeypatch.setattr(_kernels, "impl", IMPLS[impl].KERNELS)
     bench(f"long-{impl}-{'on' if stream_arguments else 'off'}", _long, stream_arguments)
 
 

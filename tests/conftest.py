@@ -1,7 +1,8 @@
 """Every test that takes ``impl`` runs once on the Cython hot path and once on the pure-Python twin.
 
-The ``impl`` fixture also switches ``textcalls._scan.impl``, so the public API (``parse``,
-``recover_response`` …) runs on that implementation too. The Cython variant is required unless
+The ``impl`` fixture also switches ``textcalls._scan.impl`` and ``textcalls._kernels.impl`` (``_scan.use``), so
+the public API (``parse``, ``recover_response`` …) runs on that implementation too; ``kernels`` is the
+string kernels' module of the same implementation. The Cython variant is required unless
 ``TEXTCALLS_NO_EXTENSIONS`` is set: a missing extension fails the run instead of hiding.
 """
 
@@ -10,7 +11,7 @@ import os
 import pytest
 
 import textcalls
-from textcalls import _events, _scan, _scan_py
+from textcalls import _events, _kernels, _scan, _scan_py
 
 IMPLS = [pytest.param(_scan_py, id="py")]
 if os.environ.get("TEXTCALLS_NO_EXTENSIONS"):
@@ -24,7 +25,14 @@ else:
 @pytest.fixture(params=IMPLS)
 def impl(request, monkeypatch):
     monkeypatch.setattr(_scan, "impl", request.param)
+    monkeypatch.setattr(_kernels, "impl", request.param.KERNELS)
     return request.param
+
+
+@pytest.fixture
+def kernels(impl):
+    """The string kernels of ``impl``'s implementation (``_kernels_c`` or ``_kernels_py``)."""
+    return impl.KERNELS
 
 
 @pytest.fixture

@@ -1,46 +1,27 @@
 """Types of the Cython extension ``textcalls._scan_c`` (``ext/textcalls/_scan_c.pyx``).
 
-Its public surface is that of the pure-Python twin ``textcalls._scan_py``: keep the two in step.
+Its public surface is that of the pure-Python twin ``textcalls._scan_py``: keep the two in step. The
+string kernels it calls are ``textcalls._kernels_c``'s (``_kernels_c.pyi``).
 """
 
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
 from textcalls.options import Options
 from textcalls.screens import may_contain_markup as may_contain_markup
 from textcalls.toolcall import Parsed, ToolCall
 
-__all__ = [
-    "TABLE_LIMITS",
-    "StreamScrubber",
-    "array_calls",
-    "deepseek_call",
-    "hermes_call",
-    "hold_from",
-    "json_string",
-    "may_contain_markup",
-    "plain_object",
-    "repair",
-    "scan_whole",
-    "simple_literal_json",
-    "string_object",
-    "too_many_python_nodes",
-]
+__all__ = ["TABLE_LIMITS", "StreamScrubber", "hold_from", "may_contain_markup", "scan_whole"]
 
 #: What this build's arrays hold: (longest literal, distinct first characters); import fails unless
 #: they are markers.py's (LITERAL_MAX, FIRST_CHARS_MAX).
 TABLE_LIMITS: tuple[int, int, int]
 
+#: the kernels this scanner calls (``_scan.use``): ``textcalls._kernels_c``
+KERNELS: ModuleType
+
 def hold_from(text: str, *, formats: Iterable[str] | None = None) -> int: ...
-def plain_object(text: str) -> tuple[int, int, list[tuple[str | None, int, int]]] | None: ...
-def hermes_call(body: str, dialect: str) -> ToolCall | None: ...
-def array_calls(text: str, dialect: str) -> list[ToolCall] | None: ...
-def deepseek_call(body: str, dialect: str) -> ToolCall | None: ...
-def repair(text: str) -> str: ...
-def json_string(s: str) -> str: ...
-def string_object(args: object) -> str | None: ...
-def simple_literal_json(text: str, start: int, json_from: int) -> tuple[int, str | None] | None: ...
-def too_many_python_nodes(text: str, cap: int) -> bool: ...
 def scan_whole(text: str, options: Options) -> Parsed: ...
 
 # C only, not in __all__: textcalls.parse's default path made in C (parse.py)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 import re
 
+from ._calls import read_from
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .dialects.jsonlike import BARE_CALL_KEYS
 from .dialects.xml import ends_in_value, finished_calls
 from .markers import BLOCKS, DIALECTS, MARKERS, Block, Marker
-from .toolcall import read_from
 
 __all__ = [
     "BARE_JSON",
@@ -89,7 +89,7 @@ def table_for(formats) -> Table:
     return _table(tuple(n for n in DIALECTS if n in names))
 
 
-#: the characters a plain object (``_scan.impl.plain_object``) has outside its strings, and the quote
+#: the characters a plain object (``_kernels.impl.plain_object``) has outside its strings, and the quote
 #: that opens one: JSON whitespace, punctuation, the characters of numbers without exponents, and of
 #: ``true``, ``false`` and ``null``
 JSON_OUTSIDE = frozenset(' \t\n\r{}[],:"-.0123456789' + "truefalsn")

@@ -1,18 +1,18 @@
-"""What recovery gives: the recovered call (an OpenAI-shaped function call with a process-unique id),
-``make_call``, the one way a grammar turns a name and arguments into one, and ``Parsed``, what ``parse``
-recovered from a text."""
+"""What recovery gives: the recovered call (an OpenAI-shaped function call with a process-unique id) and
+``Parsed``, what ``parse`` recovered from a text. A leaf: it imports nothing of the package.
+
+``make_call`` (the one way a grammar turns a name and arguments into a call), ``read_from`` and
+``ARGUMENTS_ENCODER`` live in ``_calls``, which needs the kernels; they are still read from here."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import secrets
 import sysconfig
 import threading
 from dataclasses import dataclass, field
-from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # json's C encoder (None without it)
 
-__all__ = ["ARGUMENTS_ENCODER", "Parsed", "ToolCall", "make_call", "new_call_id", "read_from"]
+__all__ = ["ARGUMENTS_ENCODER", "Parsed", "ToolCall", "make_call", "new_call_id", "read_from"]  # noqa: F822 (__getattr__)
 
 ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
@@ -98,66 +98,11 @@ class EncodedString:
     json: str
 
 
-class _ArgumentsEncoder(json.JSONEncoder):
-    """``json.dumps(…, ensure_ascii=False, allow_nan=False)``, its strings written by the hot path's
-    ``json_string`` (json's own text; in C, long strings are written in runs); an ``EncodedString`` as the
-    string it reads as."""
+def __getattr__(name: str) -> object:
+    """``make_call``, ``read_from`` and ``ARGUMENTS_ENCODER``, from ``_calls`` (imported on first use: it
+    imports the kernels, which import this module)."""
+    if name in ("ARGUMENTS_ENCODER", "make_call", "read_from"):
+        from . import _calls
 
-    def default(self, o: object) -> object:
-        if type(o) is EncodedString:
-            return json.loads(o.json)
-        return super().default(o)
-
-    def iterencode(self, o: object, _one_shot: bool = False):
-        if not _one_shot or c_make_encoder is None:
-            return super().iterencode(o, _one_shot)
-        try:  # as JSONEncoder.iterencode makes it (3.10-3.13), with json_string for strings
-            encode = c_make_encoder(
-                {},
-                self.default,
-                _scan.impl.json_string,
-                None,
-                self.key_separator,
-                self.item_separator,
-                False,
-                False,
-                False,
-            )
-        except TypeError:  # a json whose C encoder is made otherwise: its own way
-            return super().iterencode(o, _one_shot)
-        return encode(o, 0)
-
-
-#: ``json.dumps(…, ensure_ascii=False, allow_nan=False)``, built once (``json.dumps`` with options builds one a call)
-ARGUMENTS_ENCODER = _ArgumentsEncoder(ensure_ascii=False, allow_nan=False)
-
-
-def make_call(name: object, args: object, call_id: str | None = None) -> ToolCall | None:
-    """The call of ``name`` (a non-blank string, stripped) with the arguments ``args`` (a dict), or ``None``.
-
-    The arguments are serialised once, ``json.dumps(args, ensure_ascii=False, allow_nan=False)`` (a value that
-    is an ``EncodedString`` as its JSON text); ``None`` too when they cannot be JSON (NaN or Infinity, an int
-    too long to convert, nesting too deep).
-    ``call_id``: an id the model wrote (a fresh one without it).
-    """
-    if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
-        return None
-    arguments = _scan.impl.string_object(args)  # string arguments (the most common) written at once
-    if arguments is None:
-        try:
-            arguments = ARGUMENTS_ENCODER.encode(args)
-        except (ValueError, RecursionError):
-            return None
-    if call_id is None:
-        return ToolCall(name.strip(), arguments)
-    return ToolCall(name.strip(), arguments, id=call_id)
-
-
-def read_from(calls: list[ToolCall], dialect: str) -> list[ToolCall]:
-    """``calls``, just made by a grammar and seen by nothing else yet, marked as read from ``dialect``."""
-    for call in calls:
-        object.__setattr__(call, "dialect", dialect)  # a frozen dataclass: set once, where it is made
-    return calls
-
-
-from . import _scan  # noqa: E402  # (read at call time; _scan's implementations import this module)
+        return getattr(_calls, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,10 +41,12 @@ tar -C "$root" -c --exclude=.git --exclude=build --exclude=dist --exclude='*.egg
     --exclude='.*venv*' --exclude=__pycache__ . | tar -C "$copy" -x
 "$python" -m pip install --no-cache-dir --force-reinstall --no-deps "$copy"
 
-so="$("$python" -c 'import pathlib, textcalls; print(next(pathlib.Path(textcalls.__file__).parent.glob("_scan_c*.so")))' 2>/dev/null || true)"
+for ext in _kernels_c _scan_c; do
+so="$("$python" -c 'import pathlib, sys, textcalls; print(next(pathlib.Path(textcalls.__file__).parent.glob(sys.argv[1] + "*.so")))' "$ext" 2>/dev/null || true)"
 # Importing the extension needs the runtime, so check the symbols rather than importing it.
 if [ -z "$so" ] || ! nm -D "$so" | grep ' U __asan_report' >/dev/null; then
-  echo "build_asan.sh: the installed textcalls._scan_c is not an ASan build: ${so:-missing}" >&2
+  echo "build_asan.sh: the installed textcalls.$ext is not an ASan build: ${so:-missing}" >&2
   exit 1
 fi
 echo "build_asan.sh: installed $so ($compiler, ASan + UBSan)"
+done

@@ -223,11 +223,10 @@ class use_impl:
         self.mod = mod
 
     def __enter__(self):
-        self.saved = _scan.impl
-        _scan.impl = self.mod
+        self.saved = _scan.use(self.mod)
 
     def __exit__(self, *exc):
-        _scan.impl = self.saved
+        _scan.use(self.saved)
 
 
 __all__ = [

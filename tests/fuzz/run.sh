@@ -20,11 +20,13 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do harnesses+=("$1"); shift; done
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(scrubber sse)
 each=$(( total / ${#harnesses[@]} ))
 
-so="$("$python" -c 'import pathlib, textcalls; print(next(pathlib.Path(textcalls.__file__).parent.glob("_scan_c*.so")))' 2>/dev/null || true)"
+for ext in _kernels_c _scan_c; do
+so="$("$python" -c 'import pathlib, sys, textcalls; print(next(pathlib.Path(textcalls.__file__).parent.glob(sys.argv[1] + "*.so")))' "$ext" 2>/dev/null || true)"
 if [ -z "$so" ] || ! nm -D "$so" | grep ' U __asan_report' >/dev/null; then
-  echo "run.sh: textcalls._scan_c is not an ASan build (${so:-missing}); run tests/fuzz/build_asan.sh first" >&2
+  echo "run.sh: textcalls.$ext is not an ASan build (${so:-missing}); run tests/fuzz/build_asan.sh first" >&2
   exit 2
 fi
+done
 
 # atheris's compiler-rt ASan + UBSan runtime with libFuzzer linked in: it must come first.
 export LD_PRELOAD="$("$python" -c 'import atheris; print(atheris.path())')/asan_with_fuzzer.so"

@@ -408,9 +408,11 @@ GATEWAY_TEXT = st.lists(
 def test_chunk_and_sse_streams_agree_with_parse(monkeypatch, mod, data, text, code_fences):
     """Whatever the chunking and read sizes, the gateway helpers (whose screens skip chunks) recover what
     ``parse`` does: the screens never disagree with the scanner."""
-    from textcalls import _scan, parse
+    from textcalls import _kernels, _scan, parse
 
     monkeypatch.setattr(_scan, "impl", mod)
+
+    monkeypatch.setattr(_kernels, "impl", mod.KERNELS)
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8).map(sorted))
     pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=False)]
     chunks = [ch("", role="assistant")] + [ch(p) for p in pieces] + [ch(finish="stop")]

@@ -13,7 +13,7 @@ from textcalls.markers import DEEPSEEK, DEEPSEEK_SEP, HERMES
 from textcalls.toolcall import ToolCall
 
 SEP = "<\uff5ctool\u2581sep\uff5c>"
-# the grammars keep plain JSON arguments as written (_scan.impl.plain_object): run each test on both
+# the grammars keep plain JSON arguments as written (_scan.impl.KERNELS.plain_object): run each test on both
 pytestmark = pytest.mark.usefixtures("impl")
 
 

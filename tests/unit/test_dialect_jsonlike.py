@@ -50,7 +50,7 @@ GRAMMARS = [
     function_gemma,
 ]
 Q = '<|"|>'  # Gemma 4's string delimiter
-# the grammars keep plain JSON arguments as written (_scan.impl.plain_object): run each test on both
+# the grammars keep plain JSON arguments as written (_scan.impl.KERNELS.plain_object): run each test on both
 pytestmark = pytest.mark.usefixtures("impl")
 
 

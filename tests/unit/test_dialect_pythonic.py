@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from textcalls import _scan
+from textcalls import _kernels
 from textcalls.dialects import pythonic
 from textcalls.dialects.context import Context
 from textcalls.dialects.pythonic import pythonic_lines, pythonic_list, pythonic_message
@@ -389,15 +389,15 @@ NODE_COUNTS = [  # (text, its nodes outside string literals), read by hand
 
 
 @pytest.mark.parametrize(("text", "nodes"), NODE_COUNTS)
-def test_the_node_count_reads_string_literals_as_stated(impl, text, nodes):
+def test_the_node_count_reads_string_literals_as_stated(kernels, text, nodes):
     assert nodes_outside_strings(text) == nodes  # the regex definition says the same
-    assert impl.too_many_python_nodes(text, nodes) is False
+    assert kernels.too_many_python_nodes(text, nodes) is False
     if nodes:
-        assert impl.too_many_python_nodes(text, nodes - 1) is True
+        assert kernels.too_many_python_nodes(text, nodes - 1) is True
     with pytest.raises(TypeError):
-        impl.too_many_python_nodes(text.encode(), nodes)
+        kernels.too_many_python_nodes(text.encode(), nodes)
     with pytest.raises(ValueError, match="cap of 0 or more"):
-        impl.too_many_python_nodes(text, -1)
+        kernels.too_many_python_nodes(text, -1)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -414,16 +414,16 @@ def test_the_node_count_reads_string_literals_as_stated(impl, text, nodes):
 def test_the_node_count_agrees_with_its_definition_on_both_implementations(text, slack):
     nodes = nodes_outside_strings(text)
     cap = max(0, nodes + slack)
-    assert [impl.too_many_python_nodes(text, cap) for impl in BOTH] == [nodes > cap] * len(BOTH)
+    assert [impl.KERNELS.too_many_python_nodes(text, cap) for impl in BOTH] == [nodes > cap] * len(BOTH)
 
 
 @pytest.mark.parametrize("unit", ["'x,\\", ",\\'''\n"], ids=["one-line", "triple"])
-def test_the_node_count_stays_linear_where_literals_fail(impl, unit):
+def test_the_node_count_stays_linear_where_literals_fail(kernels, unit):
     # (as in NODE_COUNTS) every quote opens a literal that reads to the end and fails: read again from each,
     # 100,000 units would take hours (the suite would hang)
     text = unit * 100_000
-    assert impl.too_many_python_nodes(text, 99_999) is True
-    assert impl.too_many_python_nodes(text, 100_000) is False
+    assert kernels.too_many_python_nodes(text, 99_999) is True
+    assert kernels.too_many_python_nodes(text, 100_000) is False
 
 
 def test_a_body_of_unclosed_escaped_literals_stays_linear(impl, tc):
@@ -678,7 +678,7 @@ def test_cutting_long_strings_changes_no_answer(body):
     """Every plain single-quoted string cut (LONG_STRING 1): the calls, arguments and malformed/None answers are
     those of ``ast.parse`` reading the whole text, on both implementations."""
     for impl in BOTH:
-        with mock.patch.object(_scan, "impl", impl), mock.patch.object(pythonic, "_LONG_STRING", 1):
+        with mock.patch.object(_kernels, "impl", impl.KERNELS), mock.patch.object(pythonic, "_LONG_STRING", 1):
             assert as_read(pythonic._parse_calls(body)) == as_read(pythonic._parse_calls(body, cut=False))
             assert as_read(pythonic._parse_statements(body)) == as_read(pythonic._parse_statements(body, cut=False))
 
@@ -692,7 +692,7 @@ def test_a_single_quoted_string_ends_and_reads_as_python_reads_it(quote, string,
     assume("\r" not in text and "\x00" not in text and not text.startswith(quote * 3))  # checked by the caller
     answers = []
     for impl in BOTH:
-        with mock.patch.object(_scan, "impl", impl), mock.patch.object(pythonic, "_LONG_STRING", 1):
+        with mock.patch.object(_kernels, "impl", impl.KERNELS), mock.patch.object(pythonic, "_LONG_STRING", 1):
             answers.append(pythonic._single_quoted(text, 0, quote))
     assert answers[0] == answers[-1]
     if answers[0] is not None:
@@ -738,48 +738,48 @@ SIMPLE = [  # (text, the quote's index, (end, value) by Python's rules, or None:
 ]
 
 
-def test_simple_literal_json_bad_arguments(impl):
+def test_simple_literal_json_bad_arguments(kernels):
     with pytest.raises(TypeError):
-        impl.simple_literal_json(b"'a'", 0, 0)
+        kernels.simple_literal_json(b"'a'", 0, 0)
     for start in (-1, 3, 1):  # out of the text, past it, not at a quote
         with pytest.raises(ValueError, match="index of a quote"):
-            impl.simple_literal_json("'a'", start, 0)
+            kernels.simple_literal_json("'a'", start, 0)
 
 
 @pytest.mark.parametrize(("text", "start", "read"), SIMPLE, ids=[repr(text) for text, _, _ in SIMPLE])
-def test_simple_literal_json_is_the_value_python_reads_written_as_json(impl, text, start, read):
-    written = impl.simple_literal_json(text, start, 0)
+def test_simple_literal_json_is_the_value_python_reads_written_as_json(kernels, text, start, read):
+    written = kernels.simple_literal_json(text, start, 0)
     if read is None:
         assert written is None
         return
     end, value = read
     assert literal_value(text[start:end]) == value
     assert written == (end, json.encoder.encode_basestring(value))
-    assert impl.simple_literal_json(text, start, end - start - 2) == written  # the body is that long: written
-    assert impl.simple_literal_json(text, start, end - start - 1) == (end, None)  # one more: only its end
+    assert kernels.simple_literal_json(text, start, end - start - 2) == written  # the body is that long: written
+    assert kernels.simple_literal_json(text, start, end - start - 1) == (end, None)  # one more: only its end
 
 
 @pytest.mark.parametrize("first", ["", "é", "\u4e2d", "\U0001f600"])
 @pytest.mark.parametrize("piece", ["\\n", "\\\\", "\\'", "\\d", "\\a", "\\v", '"', "\t", "\x01", "\\\x1f", "x" * 13])
-def test_simple_literal_json_of_every_length(impl, first, piece):
+def test_simple_literal_json_of_every_length(kernels, first, piece):
     """Each escape or character JSON writes otherwise (shorter, as long, longer: ``\\a`` is ``\\u0007``), in
     bodies of every length around the 16-byte blocks, in text of each kind: a body of escapes that JSON writes
     shorter ends where the blocks written would pass the output's end."""
     for count in range(40):
         text = "'" + first + piece * count + "'"
         value = literal_value(text)
-        assert impl.simple_literal_json(text, 0, 0) == (len(text), json.encoder.encode_basestring(value))
+        assert kernels.simple_literal_json(text, 0, 0) == (len(text), json.encoder.encode_basestring(value))
 
 
 @pytest.mark.parametrize("first", ["", "é", "\u4e2d"])
-def test_simple_literal_json_shorter_than_its_body_is_written_inside_its_output(impl, first):
+def test_simple_literal_json_shorter_than_its_body_is_written_inside_its_output(kernels, first):
     """``\\'`` is written ``'``: after a run, a few such escapes make the JSON shorter than the body left to read,
     so the blocks must stop on the output's room, not only on the body's end (with an escape written whole, 8
     characters at once, 24 bytes are kept free): every run length and count of escapes around a block."""
     for run in range(20):
         for count in range(12):
             text = "'" + first + "x" * run + "\\'" * count + "'"
-            assert impl.simple_literal_json(text, 0, 0) == (
+            assert kernels.simple_literal_json(text, 0, 0) == (
                 len(text),
                 json.encoder.encode_basestring(first + "x" * run + "'" * count),
             )
@@ -801,7 +801,7 @@ def test_simple_literal_json_agrees_with_the_twin_and_with_python(quote, body, a
     """Runs long enough to be read 16 bytes at a time (and 2-byte text) among escapes and stops: both
     implementations give the same answer, and a value is the parser's, ended where the node count's pattern ends it."""
     text = "f(a=" + quote + body + after
-    written = [impl.simple_literal_json(text, 4, 0) for impl in BOTH]
+    written = [impl.KERNELS.simple_literal_json(text, 4, 0) for impl in BOTH]
     assert written[0] == written[-1]
     if written[0] is not None:
         end, encoded = written[0]

@@ -100,12 +100,11 @@ def _budget(layer: str) -> tuple:
 @contextlib.contextmanager
 def using(mod):
     """Run the public API (parse, recover_stream, SSERecovery) on ``mod``."""
-    saved = _scan.impl
-    _scan.impl = mod
+    saved = _scan.use(mod)
     try:
         yield
     finally:
-        _scan.impl = saved
+        _scan.use(saved)
 
 
 # --- vocabulary ----------------------------------------------------------------------------------

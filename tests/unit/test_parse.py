@@ -438,7 +438,7 @@ def test_parse_is_one_function_whatever_path_a_call_takes(monkeypatch, tc):
     # call to the Python function it wraps; both read the implementation in use at call time.
     import inspect
 
-    from textcalls import _scan, _scan_py
+    from textcalls import _kernels, _scan, _scan_py
 
     python = getattr(tc.parse, "__wrapped__", tc.parse)
     assert inspect.signature(tc.parse) == inspect.signature(python)
@@ -451,6 +451,7 @@ def test_parse_is_one_function_whatever_path_a_call_takes(monkeypatch, tc):
 
     real = _scan_py.scan_whole
     monkeypatch.setattr(_scan, "impl", _scan_py)
+    monkeypatch.setattr(_kernels, "impl", _scan_py.KERNELS)
     monkeypatch.setattr(_scan_py, "scan_whole", scan_whole)
     text = 'a <tool_call>{"name": "f", "arguments": {}}</tool_call>'
     default = tc.parse(text)

@@ -29,7 +29,7 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 
 def plain(impl, text):
-    return impl.plain_object(text)
+    return impl.KERNELS.plain_object(text)
 
 
 # --- the rules, one by one ----------------------------------------------------------------------------
@@ -128,9 +128,9 @@ def test_depth_up_to_the_limit(impl, bracket):
     assert plain(impl, nested(PLAIN_DEPTH_MAX + 1)) is None
 
 
-def test_non_string_text_is_a_type_error(impl):
+def test_non_string_text_is_a_type_error(kernels):
     with pytest.raises(TypeError, match="plain_object"):
-        impl.plain_object(b"{}")
+        kernels.plain_object(b"{}")
 
 
 def test_a_mebibyte_string_value_and_one_that_never_closes(impl):
@@ -177,9 +177,9 @@ def texts(draw):
 
 
 def check(text):
-    py = _scan_py.plain_object(text)
+    py = _scan_py.KERNELS.plain_object(text)
     if _scan_c is not None:
-        assert _scan_c.plain_object(text) == py
+        assert _scan_c.KERNELS.plain_object(text) == py
     if py is None:
         return
     start, end, members = py
@@ -213,7 +213,7 @@ STOPS = ["\\n", '\\"', "\\u0041", "\x01", "\x1f", '"', "\\"]  # as written betwe
 
 
 @pytest.mark.parametrize("filler", FILLERS)
-def test_a_stop_anywhere_in_a_run(impl, filler):
+def test_a_stop_anywhere_in_a_run(impl, kernels, filler):
     for before in range(34):
         for stop in STOPS:
             text = '{"k": "' + filler * before + stop + filler * 5 + '"}'
@@ -225,23 +225,23 @@ def test_a_stop_anywhere_in_a_run(impl, filler):
             want = (0, len(text), [("k", 6, len(text) - 1)]) if read else None
             assert plain(impl, text) == want, (before, stop)
         value = filler * before + "\x1f" + '"' + "\\" + filler
-        assert impl.json_string(value) == json.encoder.encode_basestring(value)
+        assert kernels.json_string(value) == json.encoder.encode_basestring(value)
 
 
 @pytest.mark.parametrize("filler", FILLERS)
-def test_string_arguments_are_written_at_once(impl, filler):
+def test_string_arguments_are_written_at_once(kernels, filler):
     """``string_object`` (and ``json_string``) write a string a block at a time while the output has room for a
     block and an escape written whole (24 bytes; 2-byte text 16 code units): an escape at every place of the last
     blocks, keys and values of other kinds in the same object."""
     for before in range(34):
         for stop in ['"', "\\", "\n", "\x01", "\x1f", ""]:
             value = filler * before + stop + filler * 3
-            assert impl.json_string(value) == json.encoder.encode_basestring(value)
+            assert kernels.json_string(value) == json.encoder.encode_basestring(value)
             for args in ({"k": value}, {value: "a", "b": value}, {"path": "a.py", "content": value, "é": "\U0001f600"}):
-                assert impl.string_object(args) == json.dumps(args, ensure_ascii=False), (before, stop)
+                assert kernels.string_object(args) == json.dumps(args, ensure_ascii=False), (before, stop)
 
 
-def test_string_object_is_none_for_other_arguments(impl):
+def test_string_object_is_none_for_other_arguments(kernels):
     class Text(str):
         pass
 
@@ -249,19 +249,19 @@ def test_string_object_is_none_for_other_arguments(impl):
         pass
 
     for args in ({"a": 1}, {"a": None}, {"a": ["x"]}, {"a": Text("x")}, {Text("a"): "x"}, Args(a="x"), [("a", "x")]):
-        assert impl.string_object(args) is None
-    assert impl.string_object({}) == "{}"
+        assert kernels.string_object(args) is None
+    assert kernels.string_object({}) == "{}"
 
 
 @pytest.mark.parametrize("value", ["x", 'line\n"quoted"', "é", "\u4e2d\u2222", "\U0001f600", "\x01"])
 @pytest.mark.parametrize("key", ["k", "ké", "\u4e2d"])
-def test_an_encoded_string_is_written_as_it_is(impl, value, key):
+def test_an_encoded_string_is_written_as_it_is(kernels, value, key):
     """An ``EncodedString`` (a grammar's JSON text of a string) goes into the arguments as written, among values
     and keys of other kinds; ``make_call`` reads it back where other values are not strings."""
     encoded = EncodedString(json.encoder.encode_basestring(value))
-    assert impl.string_object({key: encoded}) == json.dumps({key: value}, ensure_ascii=False)
+    assert kernels.string_object({key: encoded}) == json.dumps({key: value}, ensure_ascii=False)
     args = {"path": "a.py", key: encoded, "tail": "\u4e2d"}
-    assert impl.string_object(args) == json.dumps({"path": "a.py", key: value, "tail": "\u4e2d"}, ensure_ascii=False)
+    assert kernels.string_object(args) == json.dumps({"path": "a.py", key: value, "tail": "\u4e2d"}, ensure_ascii=False)
     call = make_call("f", {key: encoded, "n": 1, "list": [1]})
     assert call.arguments == json.dumps({key: value, "n": 1, "list": [1]}, ensure_ascii=False)
     assert make_call("f", {key: encoded}).arguments == json.dumps({key: value}, ensure_ascii=False)
@@ -272,7 +272,7 @@ def test_an_encoded_string_is_written_as_it_is(impl, value, key):
 def test_string_object_is_json_dumps_on_both_implementations(args):
     for impl in (_scan_py, _scan_c):
         if impl is not None:
-            assert impl.string_object(args) == json.dumps(args, ensure_ascii=False)
+            assert impl.KERNELS.string_object(args) == json.dumps(args, ensure_ascii=False)
 
 
 # A block's body outside JSON strings is also read a block at a time (16 bytes with SSE2) up to a character the
@@ -326,11 +326,11 @@ def test_as_written_is_the_same_call_as_make_call(text):
     for impl in [_scan_py] if _scan_c is None else [_scan_py, _scan_c]:
         from textcalls import _scan
 
-        saved, _scan.impl = _scan.impl, impl
+        saved = _scan.use(impl)
         try:
             kept = as_written("f", text)
         finally:
-            _scan.impl = saved
+            _scan.use(saved)
         if kept is None:
             continue
         made = make_call("f", decode(text))
@@ -405,8 +405,8 @@ HERMES_CALLS = [
 
 
 @pytest.mark.parametrize(("body", "expected"), HERMES_CALLS)
-def test_hermes_call(impl, body, expected):
-    call = impl.hermes_call(body, "longcat")
+def test_hermes_call(kernels, body, expected):
+    call = kernels.hermes_call(body, "longcat")
     assert (None if call is None else (call.name, call.arguments, call.dialect)) == (
         None if expected is None else (*expected, "longcat")
     )
@@ -443,10 +443,10 @@ def call_objects(draw):
 def check_one_pass_reader(reader: str, family: str, body: str) -> None:
     """The one-pass reader (``hermes_call``/``deepseek_call``) gives the same on both implementations, and
     where it gives a call, it is the grammar's (``call_from_block(family, body)``)."""
-    py = getattr(_scan_py, reader)(body, family)
+    py = getattr(_scan_py.KERNELS, reader)(body, family)
     got = None if py is None else (py.name, py.arguments, py.dialect)
     if _scan_c is not None:
-        c = getattr(_scan_c, reader)(body, family)
+        c = getattr(_scan_c.KERNELS, reader)(body, family)
         assert (None if c is None else (c.name, c.arguments, c.dialect)) == got
     if py is not None:
         grammar = call_from_block(family, body)
@@ -494,10 +494,10 @@ def call_arrays(draw, near_misses=True):
 @SETTINGS
 @given(st.one_of(call_arrays(), call_arrays(near_misses=False)))
 def test_array_calls_are_each_elements_call_on_both_implementations(text):
-    py = _scan_py.array_calls(text, HERMES)
+    py = _scan_py.KERNELS.array_calls(text, HERMES)
     got = None if py is None else [(call.name, call.arguments, call.dialect) for call in py]
     if _scan_c is not None:
-        c = _scan_c.array_calls(text, HERMES)
+        c = _scan_c.KERNELS.array_calls(text, HERMES)
         assert (None if c is None else [(call.name, call.arguments, call.dialect) for call in c]) == got
     if py is not None:
         # each element read as a call object (json.loads, then the Hermes rules): the same calls, the
@@ -526,14 +526,14 @@ def test_array_calls_are_each_elements_call_on_both_implementations(text):
         ("[\u3000]", None),  # not JSON whitespace
     ],
 )
-def test_array_calls(impl, text, expected):
-    calls = impl.array_calls(text, "granite3")
+def test_array_calls(kernels, text, expected):
+    calls = kernels.array_calls(text, "granite3")
     assert (None if calls is None else [(call.name, call.arguments) for call in calls]) == expected
     assert calls is None or all(call.dialect == "granite3" for call in calls)
 
 
-def test_hermes_call_ids_come_from_the_process_count(impl):
-    calls = [impl.hermes_call('{"name": "f", "arguments": {}}', "hermes") for _ in range(3)]
+def test_hermes_call_ids_come_from_the_process_count(kernels):
+    calls = [kernels.hermes_call('{"name": "f", "arguments": {}}', "hermes") for _ in range(3)]
     ids = [call.id for call in calls] + [new_call_id()]
     prefix = new_call_id()[:17]
     assert all(len(i) == 27 and i.startswith(prefix) for i in ids)
@@ -621,8 +621,8 @@ DEEPSEEK_CALLS = [
 
 
 @pytest.mark.parametrize(("body", "expected"), DEEPSEEK_CALLS)
-def test_deepseek_call(impl, body, expected):
-    call = impl.deepseek_call(body, "deepseek")
+def test_deepseek_call(kernels, body, expected):
+    call = kernels.deepseek_call(body, "deepseek")
     assert (None if call is None else (call.name, call.arguments, call.dialect)) == (
         None if expected is None else (*expected, "deepseek")
     )
@@ -811,9 +811,9 @@ def lexer_stops(text):
 @SETTINGS
 @given(texts())
 def test_what_json_proof_rests_on_holds_in_every_plain_object(text):
-    if _scan_py.plain_object(text) is None:
+    if _scan_py.KERNELS.plain_object(text) is None:
         return
-    start, end, _ = _scan_py.plain_object(text)
+    start, end, _ = _scan_py.KERNELS.plain_object(text)
     obj = text[start:end]
     for i in lexer_stops(obj):
         assert obj[i] in JSON_OUTSIDE
@@ -862,22 +862,22 @@ STRING_CASES = [
 
 
 @pytest.mark.parametrize("text", STRING_CASES)
-def test_json_string_writes_what_json_writes(impl, text):
-    assert impl.json_string(text) == json.encoder.encode_basestring(text) == json.dumps(text, ensure_ascii=False)
+def test_json_string_writes_what_json_writes(kernels, text):
+    assert kernels.json_string(text) == json.encoder.encode_basestring(text) == json.dumps(text, ensure_ascii=False)
 
 
-def test_json_string_of_a_non_string_is_a_type_error(impl):
+def test_json_string_of_a_non_string_is_a_type_error(kernels):
     with pytest.raises(TypeError):
-        impl.json_string(b"x")
+        kernels.json_string(b"x")
 
 
 @SETTINGS
 @given(st.text(st.characters(exclude_categories=()), max_size=80))  # surrogates too
 def test_json_string_writes_what_json_writes_for_any_text(text):
     want = json.encoder.encode_basestring(text)
-    assert _scan_py.json_string(text) == want
+    assert _scan_py.KERNELS.json_string(text) == want
     if _scan_c is not None:
-        assert _scan_c.json_string(text) == want
+        assert _scan_c.KERNELS.json_string(text) == want
 
 
 @SETTINGS
@@ -887,11 +887,11 @@ def test_make_calls_arguments_are_json_dumps_on_both_implementations(args):
 
     want = json.dumps(args, ensure_ascii=False, allow_nan=False)
     for impl in [m for m in (_scan_c, _scan_py) if m is not None]:
-        before, _scan.impl = _scan.impl, impl
+        before = _scan.use(impl)
         try:
             assert make_call("f", args).arguments == want
         finally:
-            _scan.impl = before
+            _scan.use(before)
 
 
 def test_make_call_declines_what_json_cannot_write(impl):
@@ -904,11 +904,11 @@ def test_make_call_declines_what_json_cannot_write(impl):
 @pytest.mark.parametrize("made", ["none", "otherwise"])
 def test_make_call_writes_json_without_the_c_encoder_or_with_another(impl, monkeypatch, made):
     # json without its C encoder, or one made with other arguments: the encoder's own path, the same text
-    from textcalls import toolcall
+    from textcalls import _calls
 
     def other(*args):
         raise TypeError("make_encoder() takes other arguments")
 
-    monkeypatch.setattr(toolcall, "c_make_encoder", None if made == "none" else other)
+    monkeypatch.setattr(_calls, "c_make_encoder", None if made == "none" else other)
     args = {"path": "a.py", "content": 'x = "\\n"\n' * 3, "n": [1, 2.5, None]}
     assert make_call("f", args).arguments == json.dumps(args, ensure_ascii=False)

@@ -134,12 +134,11 @@ def test_any_split_equals_the_whole_text(mod, data, text, max_block):
 def test_one_character_deltas_equal_parse(mod, text, max_block):
     from textcalls import _scan, parse
 
-    saved = _scan.impl
-    _scan.impl = mod
+    saved = _scan.use(mod)
     try:
         parsed = parse(text, max_block=max_block)
     finally:
-        _scan.impl = saved
+        _scan.use(saved)
     outs, got_calls, removed = run(mod, text, list(range(1, len(text))), max_block)
     assert "".join(outs).strip() == parsed.content
     assert got_calls == [(c.name, c.arguments) for c in parsed.calls] and removed == parsed.removed

@@ -274,7 +274,7 @@ _PLAIN_STRING = re.compile(r'(?:"|<\|"\|?>)(?P<text>[^"\\<]*(?:(?:\\.|<(?!\|"\|?
     st.lists(st.sampled_from(['"', "\\", '<|"|>', '<|">', "<", "x", " ", '\\"', "<|", "\n"]), max_size=14).map("".join)
 )
 def test_the_atomic_string_token_reads_as_the_plain_one(text):
-    from textcalls.relaxed_json import _TOKEN
+    from textcalls._kernels_py import _TOKEN
 
     for start in range(len(text)):
         plain = _PLAIN_STRING.match(text, start)
@@ -331,7 +331,7 @@ def test_both_repairers_give_the_same_text_or_error(text):
         except ValueError as e:
             return ("ValueError", str(e))
 
-    assert run(_scan_c.repair) == run(_scan_py.repair)
+    assert run(_scan_c.KERNELS.repair) == run(_scan_py.KERNELS.repair)
 
 
 @pytest.mark.parametrize(
@@ -348,8 +348,8 @@ def test_both_repairers_give_the_same_text_or_error(text):
         ("{'k\\'s': 1}", '{"k\'s": 1}'),
     ],
 )
-def test_each_repairer_writes_the_same_text(impl, text, repaired):
-    assert impl.repair(text) == repaired
+def test_each_repairer_writes_the_same_text(kernels, text, repaired):
+    assert kernels.repair(text) == repaired
 
 
 @pytest.mark.parametrize("extra", [0, 1])
@@ -362,7 +362,7 @@ def test_both_repairers_stop_at_the_same_token_and_depth(extra):
         results = []
         for impl in [_scan_py] if _scan_c is None else [_scan_py, _scan_c]:
             try:
-                results.append(impl.repair(text))
+                results.append(impl.KERNELS.repair(text))
             except ValueError as e:
                 results.append(("ValueError", str(e)))
         assert len(set(map(str, results))) == 1

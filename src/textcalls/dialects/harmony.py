@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 
+from .._calls import make_call
 from ..relaxed_json import decode
-from ..toolcall import ToolCall, make_call
+from ..toolcall import ToolCall
 from .context import Context
 from .jsonlike import as_written
 

@@ -25,10 +25,11 @@ import re
 from collections.abc import Callable
 from typing import cast
 
-from .. import _scan
+from .. import _kernels
+from .._calls import make_call
 from ..markers import ARGUMENT_KEYS, DEEPSEEK, DEEPSEEK_SEP, HERMES
 from ..relaxed_json import NO_VALUE, decode, strip_fence
-from ..toolcall import ToolCall, make_call
+from ..toolcall import ToolCall
 from .context import Context
 
 __all__ = [
@@ -127,7 +128,7 @@ def deepseek(opener: str, body: str, ctx: Context) -> list[ToolCall]:
 
 def _hermes_body(body: str) -> ToolCall | None:
     """``{"name": ..., "arguments": ...}``: arguments under the first key present, maybe as JSON text."""
-    call = _scan.impl.hermes_call(body, "")  # a plain call object: its arguments kept as written
+    call = _kernels.impl.hermes_call(body, "")  # a plain call object: its arguments kept as written
     if call is not None:
         return call
     value = decode(body.strip())
@@ -136,11 +137,11 @@ def _hermes_body(body: str) -> ToolCall | None:
 
 def as_written(name: object, text: str, call_id: str | None = None) -> ToolCall | None:
     """The call of ``name`` with ``text`` as its arguments, kept exactly as written, when ``text`` is a
-    plain JSON object (``_scan.impl.plain_object``: strict JSON as ``json.loads`` reads it, JSON whitespace
+    plain JSON object (``_kernels.impl.plain_object``: strict JSON as ``json.loads`` reads it, JSON whitespace
     around it left out) and ``name`` a non-blank string; ``None`` otherwise. Where it gives a call,
     ``make_call(name, decode(text), call_id)`` gives one equal as JSON, at the cost of reading and writing
     the arguments again."""
-    plain = _scan.impl.plain_object(text)
+    plain = _kernels.impl.plain_object(text)
     if plain is None or not isinstance(name, str) or not name.strip():
         return None
     arguments = text[plain[0] : plain[1]]
@@ -149,7 +150,7 @@ def as_written(name: object, text: str, call_id: str | None = None) -> ToolCall 
 
 def _deepseek_body(body: str) -> ToolCall | None:
     """V3.1 ``NAME<sep>{args}``, V3 ``TYPE<sep>NAME\\n```json {args}```; no separator: a JSON body."""
-    call = _scan.impl.deepseek_call(body, "")  # plain arguments: kept as written
+    call = _kernels.impl.deepseek_call(body, "")  # plain arguments: kept as written
     if call is not None:
         return call
     head, sep, tail = body.partition(DEEPSEEK_SEP)
@@ -254,7 +255,7 @@ def json_calls(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     if not text.startswith(("{", "[")):
         return None
     if _SURROGATE.search(text) is None:  # plain call objects: read in one pass, arguments kept as written
-        calls = _scan.impl.array_calls(text, "") if text[0] == "[" else _scan.impl.hermes_call(text, "")
+        calls = _kernels.impl.array_calls(text, "") if text[0] == "[" else _kernels.impl.hermes_call(text, "")
         if calls is not None:
             return calls if isinstance(calls, list) else [calls]
     value = decode(text)

@@ -27,8 +27,9 @@ import tokenize
 import warnings
 from typing import Any
 
-from .. import _scan
-from ..toolcall import EncodedString, ToolCall, make_call
+from .. import _kernels
+from .._calls import make_call
+from ..toolcall import EncodedString, ToolCall
 from .context import Context
 from .jsonlike import json_calls
 
@@ -196,7 +197,7 @@ NODES_MAX = 4096
 
 
 def _too_many_nodes(text: str) -> bool:
-    return _scan.impl.too_many_python_nodes(text, NODES_MAX)
+    return _kernels.impl.too_many_python_nodes(text, NODES_MAX)
 
 
 def _parse_calls(text: str, cut: bool = True) -> list[ToolCall] | None:
@@ -334,7 +335,7 @@ def _single_quoted(text: str, start: int, quote: str) -> tuple[int, str | Encode
     is ``None`` unless its body is at least ``_LONG_STRING`` characters and read here: decoded, or written as
     JSON when its escapes are simple (``simple_literal_json``). ``None`` if it has a newline (a line
     continuation too) or does not end (or not measurably: ``_closing_quote``)."""
-    simple = _scan.impl.simple_literal_json(text, start, _LONG_STRING)  # most literals: a long one written as JSON
+    simple = _kernels.impl.simple_literal_json(text, start, _LONG_STRING)  # most literals: a long one written as JSON
     if simple is not None:
         end, written = simple
         return end, None if written is None else EncodedString(written)

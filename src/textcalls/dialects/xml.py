@@ -46,8 +46,9 @@ import os
 import re
 from typing import NamedTuple
 
+from .._calls import make_call
 from ..relaxed_json import NO_VALUE, decode
-from ..toolcall import ToolCall, make_call
+from ..toolcall import ToolCall
 from .context import Context
 
 __all__ = [

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import ClassVar, Protocol
 
+from .._calls import ARGUMENTS_ENCODER
 from ..markers import HEAD_MAX
 from ..relaxed_json import NO_VALUE, decode
-from ..toolcall import ARGUMENTS_ENCODER
 from . import xml
 
 __all__ = [
