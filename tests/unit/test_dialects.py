@@ -626,3 +626,20 @@ def test_a_functionary_json_body_that_mentions_a_parameter_tag_is_json(impl, tc)
     assert (call.name, json.loads(call.arguments)) == ("f", {"note": "<parameter=x>"})
     (call,) = tc.parse("<function=f>\n<parameter=x>\n1\n</parameter>\n</function>").calls
     assert (call.name, json.loads(call.arguments)) == ("f", {"x": "1"})
+
+
+def test_each_family_owns_its_grammars_and_gathering_refuses_a_name_given_twice():
+    """``dialects.GRAMMARS`` is the families' tables gathered: each grammar is defined in the module that
+    exports it, every grammar ``markers.BLOCKS`` names is there, and a name two tables give is an error."""
+    from textcalls import dialects
+    from textcalls.dialects import GRAMMARS, _gathered, harmony, jsonlike, pythonic, xml
+    from textcalls.markers import BLOCKS
+
+    for family in (jsonlike, xml, pythonic, harmony):
+        assert family.GRAMMARS and all(g.__module__ == family.__name__ for g in family.GRAMMARS.values())
+        assert all(GRAMMARS[name] is g for name, g in family.GRAMMARS.items())
+    by_shape = {name for name, g in GRAMMARS.items() if g.__module__ == dialects.__name__}
+    assert by_shape == {"hermes", "function", "pythonic_lines", "dsml_toolcall"}
+    assert {b.grammar for b in BLOCKS} <= set(GRAMMARS)
+    with pytest.raises(ValueError, match=r"grammar names given twice: \['deepseek'\]"):
+        _gathered(jsonlike.GRAMMARS, {"deepseek": xml.dsml})

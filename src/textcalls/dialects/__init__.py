@@ -4,7 +4,9 @@ A grammar is ``grammar(opener, body, ctx) -> list[ToolCall] | None``: ``opener``
 written (a tag opener with its attributes), ``body`` the text between opener and closer, ``ctx`` the
 request's tools (``Context``). It returns the calls (``[]``: markup, but malformed — removed without a
 call) or ``None``: not a call at all, the block's text stays. Grammars never raise for any text.
-``GRAMMARS`` maps the names used in ``markers.BLOCKS`` to them.
+``GRAMMARS`` maps the names used in ``markers.BLOCKS`` to them: each family module (``jsonlike``, ``xml``,
+``pythonic``, ``harmony``) exports its own ``GRAMMARS``, gathered here with the grammars below that choose
+between families by a body's shape.
 """
 
 from __future__ import annotations
@@ -109,28 +111,24 @@ WHOLE_MESSAGE = {
     "pythonic_message": (pythonic.pythonic_message, "["),
 }
 
-GRAMMARS = {
+#: the grammars that choose a family's grammar by a body's shape (openers more than one family writes)
+_BY_SHAPE = {
     "hermes": hermes,
-    "deepseek": jsonlike.deepseek,
     "function": function,
-    "qwen3_xml": xml.qwen3_xml,
-    "dsml": xml.dsml,
-    "kimi_k3": xml.kimi_k3,
-    "minimax_m2": xml.minimax_m2,
-    "step3": xml.step3,
-    "kimi_k2": jsonlike.kimi_k2,
-    "json_lines_or_array": jsonlike.json_lines_or_array,
-    "json_calls": jsonlike.json_calls,
-    "mistral": jsonlike.mistral,
-    "gemma4": jsonlike.gemma4,
-    "function_gemma": jsonlike.function_gemma,
-    "apertus": jsonlike.apertus,
-    "wrapped_call": jsonlike.wrapped_call,
-    "pythonic_list": pythonic.pythonic_list,
     "pythonic_lines": function_calls,
-    "harmony": _harmony.harmony,
-    "harmony_text": _harmony.harmony_text,
-    "arrow_call": jsonlike.arrow_call,
     "dsml_toolcall": dsml_toolcall,
-    "builtin_call": pythonic.builtin_call,
 }
+
+
+def _gathered(*tables: dict) -> dict:
+    """The families' ``GRAMMARS`` in one map; a name two families give is an error (at import)."""
+    merged: dict = {}
+    for table in tables:
+        clash = merged.keys() & table.keys()
+        if clash:
+            raise ValueError(f"grammar names given twice: {sorted(clash)}")
+        merged.update(table)
+    return merged
+
+
+GRAMMARS = _gathered(_BY_SHAPE, jsonlike.GRAMMARS, xml.GRAMMARS, pythonic.GRAMMARS, _harmony.GRAMMARS)

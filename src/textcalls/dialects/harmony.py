@@ -24,7 +24,7 @@ from ..toolcall import ToolCall
 from .context import Context
 from .jsonlike import as_written
 
-__all__ = ["harmony", "harmony_text"]
+__all__ = ["GRAMMARS", "harmony", "harmony_text"]
 
 _RECIPIENT = re.compile(r"\bto=(?:functions\.)?")
 _MESSAGE = "<|message|>"
@@ -123,3 +123,10 @@ def _call(name: str | None, args_text: str) -> ToolCall | None:
         text = text[: text.rindex("<|")].rstrip()
     # the name stripped: "get " before a channel word
     return as_written(name, text) or make_call(name, decode(text) if text else {})
+
+
+#: this family's body grammars, by the names ``markers.BLOCKS`` uses (``dialects.GRAMMARS`` gathers them)
+GRAMMARS = {
+    "harmony": harmony,
+    "harmony_text": harmony_text,
+}

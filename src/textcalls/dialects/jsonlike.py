@@ -34,6 +34,7 @@ from .context import Context
 
 __all__ = [
     "FUNCTION_OPENER",
+    "GRAMMARS",
     "KIMI_ID",
     "KIMI_SPACED",
     "MISTRAL_HEAD",
@@ -903,4 +904,19 @@ STREAM_HEADS: dict[str, tuple[int, Callable[[str, str], Head | None]]] = {
     "function": (0, _function_head),
     "mistral": (0, _mistral_head),
     "dsml_toolcall": (0, _name_then_json_head),
+}
+
+
+#: this family's body grammars, by the names ``markers.BLOCKS`` uses (``dialects.GRAMMARS`` gathers them)
+GRAMMARS = {
+    "deepseek": deepseek,
+    "kimi_k2": kimi_k2,
+    "json_lines_or_array": json_lines_or_array,
+    "json_calls": json_calls,
+    "mistral": mistral,
+    "gemma4": gemma4,
+    "function_gemma": function_gemma,
+    "apertus": apertus,
+    "wrapped_call": wrapped_call,
+    "arrow_call": arrow_call,
 }

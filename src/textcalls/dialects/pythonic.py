@@ -33,7 +33,7 @@ from ..toolcall import EncodedString, ToolCall
 from .context import Context
 from .jsonlike import json_calls
 
-__all__ = ["builtin_call", "pythonic_lines", "pythonic_list", "pythonic_message"]
+__all__ = ["GRAMMARS", "builtin_call", "pythonic_lines", "pythonic_list", "pythonic_message"]
 
 #: Starts like a call list or a call: ``[`` or a (dotted) identifier and ``(``.
 _CALL_SHAPED = re.compile(r"\[|[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*\s*\(")
@@ -476,3 +476,10 @@ def _literal(node: ast.expr, strings: _Strings) -> object:
             result[_string(strings.value(key.value))] = _literal(value, strings)
         return result
     raise _NotACall
+
+
+#: this family's body grammars, by the names ``markers.BLOCKS`` uses (``dialects.GRAMMARS`` gathers them)
+GRAMMARS = {
+    "pythonic_list": pythonic_list,
+    "builtin_call": builtin_call,
+}

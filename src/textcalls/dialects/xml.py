@@ -53,6 +53,7 @@ from .context import Context
 
 __all__ = [
     "DSML_MARKUP",
+    "GRAMMARS",
     "MINIMAX_MARKUP",
     "QWEN_MARKUP",
     "STEP3_MARKUP",
@@ -626,3 +627,13 @@ def typed_value(ctx: Context, tool: str, param: str, text: str) -> object:
         return ctx.value(tool, param, text)
     except RecursionError:
         return text
+
+
+#: this family's body grammars, by the names ``markers.BLOCKS`` uses (``dialects.GRAMMARS`` gathers them)
+GRAMMARS = {
+    "qwen3_xml": qwen3_xml,
+    "dsml": dsml,
+    "kimi_k3": kimi_k3,
+    "minimax_m2": minimax_m2,
+    "step3": step3,
+}
