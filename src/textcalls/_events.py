@@ -23,25 +23,9 @@ an unfinished escape in a string, and the body text of a started call not read y
 least ``PIECE_MIN`` characters (the block's end settles the rest), so that a delta costs a string
 concatenation, not a read and an event.
 
-Qwen3-Coder XML bodies of those blocks (``<function=NAME><parameter=KEY>VALUE</parameter>…</function>`` in
-a ``<tool_call>``, or ``<parameter=…>`` tags in a ``<function=NAME>`` block; ``dialects.xml.qwen3_xml``)
-stream too (``XmlCall``), and so do the blocks that hold only XML calls: Seed-OSS (Qwen3-Coder's tags),
-MiniMax-M2 (``<invoke name="NAME"><parameter name="KEY">``), Step-3 (``steptml:`` tags, after
-``function<｜tool_sep｜>``) and DSML (``<｜DSML｜invoke name="NAME">``, a ``|`` for the bar read alike), each
-with the tags its grammar finds (``dialects.xml_stream``). Their arguments are ``json.dumps`` of the parameters, written
-as the values arrive. The call starts at its call tag (in a ``<function=NAME>`` block: at its first
-parameter). A string value (one the schema types nothing else) is sent as it comes, escaped, but for what
-its layout trim (``xml.trim_value``) may still remove: a leading line break not yet known to be one, and its
-end while that may be the closing tag's layout (a last line of only spaces or tabs, with the line break
-before it; or a last space or carriage return). DSML's ``string="true"`` values are sent as written (no
-trim); its ``string="false"`` values (JSON) and values the schema types are sent whole once they end. A
-tag that may be forming is held until known, at most ``TAG_MAX`` characters (past that the call stops
-streaming). The call stops streaming, and the block's end settles it, on anything else: another call in
-the block (the first call streamed is the block's first: it ends if the block's first call is it, and the
-others are in ``calls``, whole), a repeated key, text between tags, or a value the trim changes otherwise
-(a closing tag indented: dedent). GLM bodies of a ``<tool_call>`` (``NAME<arg_key>K</arg_key><arg_value>V
-</arg_value>…``, ``dialects.xml.glm``) stream alike (``GlmCall``), from their first key; their ``}``
-comes with the block's end.
+XML bodies (Qwen3-Coder, Seed-OSS, MiniMax-M2, Step-3, DSML, GLM) stream through the readers of
+``dialects.xml_stream`` (``XML_BODIES``; ``xml_body`` and ``body_reader`` for the blocks that may hold JSON or
+XML), which send their events through this module's sink methods; that module's doc states their rules.
 
 Every other call (arrays of calls, pythonic and Gemma calls, other shapes) has no events: it is in
 ``calls`` as before.
@@ -54,7 +38,7 @@ import sys
 from collections.abc import Callable
 
 from .dialects.jsonlike import STREAM_HEADS, Head, call_object_head
-from .dialects.xml_stream import XML_BODIES, XmlCall, body_reader, qwen_body
+from .dialects.xml_stream import XML_BODIES, XmlCall, body_reader, xml_body
 from .markers import HEAD_MAX, Block
 from .toolcall import ToolCall, new_call_id
 
@@ -100,7 +84,7 @@ class CallEvents:
         "_pending",
         "_depth",
         "_in_str",
-        "_qwen",
+        "_xml_name",
         "_xml",
     )
 
@@ -122,7 +106,7 @@ class CallEvents:
         self._pending = ""  # arguments text not sent yet: an escape still incomplete
         self._depth = 0
         self._in_str = False
-        self._qwen: str | None = None  # a block that may hold Qwen3-Coder XML: the name its opener gives, or ""
+        self._xml_name: str | None = None  # a block that may hold an XML body: the name its opener gives, or ""
         self._xml: XmlCall | None = None  # the XML body being read
 
     def take(self) -> list[tuple]:
@@ -140,7 +124,7 @@ class CallEvents:
             self._opener = opener
             self._head = ""
         self._xml = None if tags is None else XmlCall(self, self._ctx, tags, None)
-        self._qwen = qwen_body(block.grammar, opener) if head is not None else None
+        self._xml_name = xml_body(block.grammar, opener) if head is not None else None
         return self._wants()
 
     def _wants(self) -> int:
@@ -162,8 +146,8 @@ class CallEvents:
             self._xml.feed(text)
         elif self._state == _HEAD:
             first = text.lstrip()[:1]
-            if self._qwen is not None and first and not self._head.strip():
-                self._xml = body_reader(self, self._ctx, self._qwen, first)
+            if self._xml_name is not None and first and not self._head.strip():
+                self._xml = body_reader(self, self._ctx, self._xml_name, first)
                 if self._xml is not None:
                     self._state = _XML_HEAD
                     self._xml.feed(self._head + text)

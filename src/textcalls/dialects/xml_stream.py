@@ -4,6 +4,27 @@ through a ``Sink`` (``_events.CallEvents``, whose module doc states the rules th
 
 The readers know the tags (``xml``'s patterns: ``XML_BODIES``, ``QWEN_TAGS``, ``GlmTags``) and the values'
 layout and typing (``xml.trim_value``, ``xml.typed_value``); the sink knows the call events.
+
+Qwen3-Coder XML bodies of JSON-headed blocks (``xml_body``:
+``<function=NAME><parameter=KEY>VALUE</parameter>…</function>`` in a ``<tool_call>``, or ``<parameter=…>``
+tags in a ``<function=NAME>`` block; ``dialects.xml.qwen3_xml``)
+stream (``XmlCall``), and so do the blocks that hold only XML calls: Seed-OSS (Qwen3-Coder's tags),
+MiniMax-M2 (``<invoke name="NAME"><parameter name="KEY">``), Step-3 (``steptml:`` tags, after
+``function<｜tool_sep｜>``) and DSML (``<｜DSML｜invoke name="NAME">``, a ``|`` for the bar read alike), each
+with the tags its grammar finds (``XML_BODIES``). Their arguments are ``json.dumps`` of the parameters, written
+as the values arrive. The call starts at its call tag (in a ``<function=NAME>`` block: at its first
+parameter). A string value (one the schema types nothing else) is sent as it comes, escaped, but for what
+its layout trim (``xml.trim_value``) may still remove: a leading line break not yet known to be one, and its
+end while that may be the closing tag's layout (a last line of only spaces or tabs, with the line break
+before it; or a last space or carriage return). DSML's ``string="true"`` values are sent as written (no
+trim); its ``string="false"`` values (JSON) and values the schema types are sent whole once they end. A
+tag that may be forming is held until known, at most ``TAG_MAX`` characters (past that the call stops
+streaming). The call stops streaming, and the block's end settles it, on anything else: another call in
+the block (the first call streamed is the block's first: it ends if the block's first call is it, and the
+others are in ``calls``, whole), a repeated key, text between tags, or a value the trim changes otherwise
+(a closing tag indented: dedent). GLM bodies of a ``<tool_call>`` (``NAME<arg_key>K</arg_key><arg_value>V
+</arg_value>…``, ``dialects.xml.glm``) stream alike (``GlmCall``), from their first key; their ``}``
+comes with the block's end.
 """
 
 from __future__ import annotations
@@ -30,7 +51,7 @@ __all__ = [
     "Sink",
     "XmlCall",
     "body_reader",
-    "qwen_body",
+    "xml_body",
 ]
 
 
@@ -538,7 +559,7 @@ class GlmCall(XmlCall):
         return True
 
 
-def qwen_body(grammar: str, opener: str) -> str | None:
+def xml_body(grammar: str, opener: str) -> str | None:
     """Whether a JSON-headed block (``grammar``, opened by ``opener``) may hold an XML body instead: ``""`` for
     a ``<tool_call>`` (Qwen3-Coder XML or GLM), the call's name for a ``<function=NAME>`` block (Qwen3-Coder
     parameters), ``None`` for any other (only JSON)."""
@@ -551,7 +572,7 @@ def qwen_body(grammar: str, opener: str) -> str | None:
 
 
 def body_reader(sink: Sink, ctx, qwen: str, first: str) -> XmlCall | None:
-    """The reader of a ``qwen_body`` block whose body's first non-blank character is ``first``: Qwen3-Coder XML
+    """The reader of an ``xml_body`` block whose body's first non-blank character is ``first``: Qwen3-Coder XML
     (``<``), GLM (a ``<tool_call>`` body that starts with a name), or ``None`` (JSON: the stream heads read it)."""
     if first == "<":
         return XmlCall(sink, ctx, QWEN_TAGS, qwen or None)
