@@ -167,8 +167,17 @@ def _plain_float(text: str) -> float:
     return 0.0
 
 
-#: json's own scanner, declining what ``plain_object`` does not keep as written
-_PLAIN_DECODER: Any = json.JSONDecoder(parse_int=_plain_int, parse_float=_plain_float, parse_constant=_decline)
+def _values(pairs: list[tuple[str, object]]) -> list[object]:
+    """An object as the list of all its values, duplicates kept: its nesting as written (a ``dict`` would
+    keep the last of duplicate keys, and a deep value a later one replaces would escape the depth check)."""
+    return [value for _, value in pairs]
+
+
+#: json's own scanner, declining what ``plain_object`` does not keep as written; only the values' nesting and
+#: end are used, so an object is read as the list of its values (``_values``)
+_PLAIN_DECODER: Any = json.JSONDecoder(
+    parse_int=_plain_int, parse_float=_plain_float, parse_constant=_decline, object_pairs_hook=_values
+)
 _PLAIN_SCAN = _PLAIN_DECODER.scan_once  # (value, end) of the value at an index; StopIteration if none
 _JSON_WS = re.compile(r"[ \t\n\r]*")
 

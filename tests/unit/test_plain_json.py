@@ -912,3 +912,19 @@ def test_make_call_writes_json_without_the_c_encoder_or_with_another(impl, monke
     monkeypatch.setattr(_calls, "c_make_encoder", None if made == "none" else other)
     args = {"path": "a.py", "content": 'x = "\\n"\n' * 3, "n": [1, 2.5, None]}
     assert make_call("f", args).arguments == json.dumps(args, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("later", ["1", '"x"', "{}", "[[]]"])
+def test_a_duplicate_key_does_not_hide_a_value_nested_past_the_cap(impl, kernels, later):
+    # issue 28: the twin checked the depth of the value json.loads made, where a later duplicate key had
+    # replaced the deep one; the text nests past the cap, so neither keeps it as written
+    deep = "[" * (PLAIN_DEPTH_MAX + 50) + "]" * (PLAIN_DEPTH_MAX + 50)
+    args = '{"a":' + deep + ',"a":' + later + "}"
+    body = '{"name":"f","arguments":' + args + "}"
+    assert kernels.plain_object(args) is None
+    assert kernels.plain_object(body) is None
+    assert kernels.hermes_call(body, "hermes") is None
+    parsed = parse("<tool_call>" + body + "</tool_call>")  # the grammar: json.loads, the last duplicate wins
+    assert [c.arguments for c in parsed.calls] == [json.dumps({"a": json.loads(later)}, ensure_ascii=False)]
+    at_cap = "[" * (PLAIN_DEPTH_MAX - 1) + "]" * (PLAIN_DEPTH_MAX - 1)  # with the object: PLAIN_DEPTH_MAX levels
+    assert kernels.plain_object('{"a":' + at_cap + ',"a":' + later + "}") is not None
