@@ -25,6 +25,7 @@ from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
 from textcalls.markers import MAX_BLOCK
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
 from textcalls.markers import VALUES_MAX as MARKERS_VALUES_MAX
+from textcalls._calls import unique_ids
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
@@ -799,6 +800,7 @@ cdef class StreamScrubber:
     """
 
     cdef readonly list calls
+    cdef set _ids  # the ids of calls, each once (unique_ids)
     cdef readonly Py_ssize_t removed
     cdef readonly Py_ssize_t malformed  # blocks removed from the content that gave no call
     cdef readonly Py_ssize_t max_block
@@ -894,6 +896,7 @@ cdef class StreamScrubber:
         self._ctx = settings.ctx
         self._unknown = settings.unknown_tools
         self.calls = []
+        self._ids = set()
         self.removed = 0
         self.malformed = 0
         self.max_block = settings.max_block
@@ -938,7 +941,8 @@ cdef class StreamScrubber:
         self._fence = False
         self._line = 0
         self._lines = code_fences or self._trail
-        self._follow = CallEvents(self.calls, self._ctx, self._unknown) if settings.stream_arguments else None
+        self._follow = (CallEvents(self.calls, self._ids, self._ctx, self._unknown) if settings.stream_arguments
+                        else None)
         cdef int variant = 2 * code_fences + self._trail
         memcpy(self._stop, self._spec.stop[variant], 128)
         memcpy(self._lit_only, self._spec.lit_only[variant], 128)
@@ -1359,7 +1363,7 @@ cdef class StreamScrubber:
             self._holding, self._whole_parts = NOT_HOLDING, []
             calls = read_whole(self._spec.table, text, self._ctx) if holding else None
             if calls:
-                self.calls.extend(calls)
+                self.calls.extend(unique_ids(calls, self._ids))
                 self.removed += 1
                 self._closed = True
                 return ""
@@ -1428,7 +1432,7 @@ cdef class StreamScrubber:
     cdef int _take_bare(self, list calls) except -1:
         if self._thought is not None:
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
-        self.calls.extend(calls)
+        self.calls.extend(unique_ids(calls, self._ids))
         self.removed += 1
         return 0
 
@@ -1488,7 +1492,7 @@ cdef class StreamScrubber:
     cdef int _take(self, list blocks) except -1:
         """Take the call lists of blocks the reasoning decided were meant."""
         for calls in blocks:
-            self.calls.extend(calls)
+            self.calls.extend(unique_ids(calls, self._ids))
             self.removed += 1
         return 0
 
@@ -1904,7 +1908,7 @@ cdef class StreamScrubber:
         """End the open block with its calls taken (in the content, or extracted from reasoning)."""
         if self._thought is not None:
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
-        self.calls.extend(calls)
+        self.calls.extend(unique_ids(calls, self._ids))
         self.removed += 1
         if not calls:
             self.malformed += 1

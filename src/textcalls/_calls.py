@@ -7,9 +7,9 @@ import json
 from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # json's C encoder (None without it)
 
 from . import _kernels
-from .toolcall import EncodedString, ToolCall
+from .toolcall import EncodedString, ToolCall, new_call_id
 
-__all__ = ["ARGUMENTS_ENCODER", "make_call", "read_from"]
+__all__ = ["ARGUMENTS_ENCODER", "make_call", "read_from", "unique_ids"]
 
 
 class _ArgumentsEncoder(json.JSONEncoder):
@@ -71,4 +71,15 @@ def read_from(calls: list[ToolCall], dialect: str) -> list[ToolCall]:
     """``calls``, just made by a grammar and seen by nothing else yet, marked as read from ``dialect``."""
     for call in calls:
         object.__setattr__(call, "dialect", dialect)  # a frozen dataclass: set once, where it is made
+    return calls
+
+
+def unique_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
+    """``calls``, just taken by a scrubber, their ids unique in its message: a call whose id an earlier call
+    has (an id the model wrote twice, Kimi's ``functions.NAME:0`` or Mistral's ``[CALL_ID]``) gets a fresh
+    one (``new_call_id``); every id joins ``seen``, the scrubber's set. An id written once is kept."""
+    for call in calls:
+        if call.id in seen:
+            object.__setattr__(call, "id", new_call_id())  # a frozen dataclass: set where it is taken
+        seen.add(call.id)
     return calls

@@ -70,6 +70,7 @@ class CallEvents:
         "events",
         "abandoned",
         "_calls",
+        "_ids",
         "_ctx",
         "accept",
         "_state",
@@ -88,10 +89,11 @@ class CallEvents:
         "_xml",
     )
 
-    def __init__(self, calls: list[ToolCall], ctx, unknown_tools: str) -> None:
+    def __init__(self, calls: list[ToolCall], ids: set[str], ctx, unknown_tools: str) -> None:
         self.events: list[tuple] = []
         self.abandoned = 0  #: calls that started and were abandoned
         self._calls = calls  # the scrubber's own list
+        self._ids = ids  # the ids of its calls (_calls.unique_ids): a written id already taken is not used again
         self._ctx = ctx
         self.accept = unknown_tools == "accept"
         self._state = _OFF
@@ -194,7 +196,7 @@ class CallEvents:
         self._state = state
         self._head = ""
         self._index = len(self._calls)
-        self._id = new_call_id() if call_id is None else call_id
+        self._id = new_call_id() if call_id is None or call_id in self._ids else call_id
         self._name = name
         self._sent = []
         self._pending = ""
@@ -271,6 +273,7 @@ class CallEvents:
         self.send(call.arguments[len(sent) :])  # (the held "}" among them)
         if call.id != self._id:
             self._calls[self._index] = ToolCall(call.name, call.arguments, id=self._id, dialect=call.dialect)
+            self._ids.add(self._id)
         self.events.append(("ended", self._index))
 
     def drop(self) -> None:

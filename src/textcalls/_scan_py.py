@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import _kernels_py
+from ._calls import unique_ids
 from ._events import CallEvents
 from ._reasoning import Reasoning
 from ._table import (
@@ -251,6 +252,7 @@ class StreamScrubber:
 
     __slots__ = (
         "calls",
+        "_ids",
         "removed",
         "malformed",
         "max_block",
@@ -324,6 +326,7 @@ class StreamScrubber:
         calls_in_reasoning = options.calls_in_reasoning
         code_fences = options.code_fences
         self.calls: list[ToolCall] = []
+        self._ids: set[str] = set()  # the ids of calls, each once (unique_ids)
         self.removed = 0
         self.malformed = 0  # blocks removed from the content that gave no call
         self.max_block = max_block
@@ -374,7 +377,7 @@ class StreamScrubber:
         self._line = 0  # the current content line's leading spaces (0-3) if it has had nothing else, else -1
         self._lines = code_fences or self._trail  # _line is followed
         # with stream_arguments, the call events of JSON-bodied blocks (shared code)
-        self._follow = CallEvents(self.calls, self._ctx, self._unknown) if options.stream_arguments else None
+        self._follow = CallEvents(self.calls, self._ids, self._ctx, self._unknown) if options.stream_arguments else None
         # the body the call events have not seen: from this index of _parts on, this long; seen once this long
         self._follow_from = self._follow_len = self._follow_wants = 0
         # content blanks held since the last visible character shown (_show), how long; shown at once (too long)
@@ -512,7 +515,7 @@ class StreamScrubber:
             self._holding, self._whole_parts = NOT_HOLDING, []
             calls = read_whole(self._spec.table, text, self._ctx) if holding else None
             if calls:
-                self.calls.extend(calls)
+                self.calls.extend(unique_ids(calls, self._ids))
                 self.removed += 1
                 self._closed = True
                 return ""
@@ -579,7 +582,7 @@ class StreamScrubber:
 
     def _take_bare(self, calls: list) -> None:
         self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
-        self.calls.extend(calls)
+        self.calls.extend(unique_ids(calls, self._ids))
         self.removed += 1
 
     def _tail_at(self, s: str, i: int, base: int, final: bool) -> int:
@@ -719,7 +722,7 @@ class StreamScrubber:
     def _take(self, blocks: list[list[ToolCall]]) -> None:
         """Take the call lists of blocks the reasoning decided were meant."""
         for calls in blocks:
-            self.calls.extend(calls)
+            self.calls.extend(unique_ids(calls, self._ids))
             self.removed += 1
 
     def _run(self, s: str, final: bool) -> str:
@@ -989,7 +992,7 @@ class StreamScrubber:
         else:
             taken = calls
             self._thought.settle(False)  # the content calls a tool: the calls that ended a span were rehearsals
-            self.calls.extend(calls)
+            self.calls.extend(unique_ids(calls, self._ids))
             self.removed += 1
             if not calls:
                 self.malformed += 1

@@ -331,6 +331,26 @@ def test_sdk_stream_helper_and_non_streamed_are_recovered(impl, gateway, model):
     assert [o.type for o in response.output] == ["message", "function_call", "function_call"]
 
 
+@pytest.mark.parametrize("stream_arguments", [False, True])
+def test_sdk_gets_unique_call_ids_when_the_model_writes_one_twice(impl, stream_arguments):
+    # issue 28: Kimi's written "functions.get_weather:0" twice made duplicate call_ids, and the SDK's stream
+    # helper raised "conflicting output identities"; a repeat now gets a fresh id (also without streaming)
+    gw = Gateway("openai", connect, stream_arguments=stream_arguments)
+    try:
+        client = gw.client(gw.guided)
+        for seed in range(3):
+            with client.responses.stream(model="kimi_ids", input="hi", tools=TOOLS, extra_body={"x_seed": seed}) as s:
+                final = s.get_final_response()
+            assert final.output_text == "Checking both."
+            assert sdk_calls(final.output) == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})]
+            ids = [o.call_id for o in final.output if o.type == "function_call"]
+            assert ids[0] == "functions.get_weather:0" and ids[1].startswith("call_")
+        response = client.responses.create(model="kimi_ids", input="hi", tools=TOOLS)
+        assert sdk_calls(response.output) == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})]
+    finally:
+        gw.close()
+
+
 def test_sdk_native_and_prompt_guided(impl, gateway):
     for url, expected in ((gateway.native, []), (gateway.guided, EXPECTED["hermes"][1])):
         with gateway.client(url).responses.stream(

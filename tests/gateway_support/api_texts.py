@@ -117,16 +117,19 @@ def seen(data: bytes) -> list:
 
 
 class Gateway:
-    """An ``ApiUpstream`` behind two proxies (``native``, ``guided``: their URLs) and one client per proxy,
-    ``connect(sdk, url)`` with the SDK module ``sdk`` (the test is skipped without it), closed with the gateway."""
+    """An ``ApiUpstream`` behind two proxies (``native``, ``guided``: their URLs; ``options``: ``proxy.start``'s)
+    and one client per proxy, ``connect(sdk, url)`` with the SDK module ``sdk`` (the test is skipped without it),
+    closed with the gateway."""
 
-    def __init__(self, sdk: str, connect):
+    def __init__(self, sdk: str, connect, **options):
         self.sdk = pytest.importorskip(sdk, reason=f"the end-to-end tests drive the proxy with the {sdk} SDK")
         self.connect = connect
         self.loop = LoopThread()
         self.upstream = ApiUpstream()
         self.upstream_runner, url = self.loop.serve(self.upstream.app)
-        self.runners = [self.loop.run(proxy.start(url, host="127.0.0.1", port=0, native=n)) for n in (True, False)]
+        self.runners = [
+            self.loop.run(proxy.start(url, host="127.0.0.1", port=0, native=n, **options)) for n in (True, False)
+        ]
         self.native, self.guided = (f"http://127.0.0.1:{r.addresses[0][1]}" for r in self.runners)
         self.clients: dict = {}
 

@@ -37,8 +37,16 @@ LONG = (
 #: Outputs cut by max_tokens (finish_reason "length") inside a call's value: `rm -rf /tmp/build` cut after `rm -rf /`.
 TRUNCATED = 'Running it.<tool_call>{"name": "run", "arguments": {"command": "rm -rf /'
 TRUNCATED_XML = "Running it.\n<tool_call>\n<function=run>\n<parameter=command>\nrm -rf /"
+#: Kimi K2 calls whose written ids repeat (issue 28): the second "functions.get_weather:0" gets a fresh id.
+KIMI_IDS = (
+    "Checking both.<|tool_calls_section_begin|>"
+    '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>'
+    '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|>'
+    "<|tool_calls_section_end|>"
+)
 #: model name -> the assistant text it writes
 SCRIPTS = {
+    "kimi_ids": KIMI_IDS,
     "hermes": HERMES,
     "deepseek": DEEPSEEK,
     "plain": PLAIN,
