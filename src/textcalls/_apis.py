@@ -8,6 +8,7 @@ scrubber, and ``EventRecovery``, the framing of typed server-sent events (``even
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -121,6 +122,13 @@ def api_options(keywords: dict, convert: Callable[[Any], tuple]) -> Options:
 def fresh_id(prefix: str) -> str:
     """A new id with ``prefix`` (``fc_``, ``toolu_``), unique within the process."""
     return prefix + new_call_id().removeprefix("call_")
+
+
+def _field(value: object) -> bytes:
+    """An upstream value (an event's ``type``) as an SSE field's value: its text as a JSON string writes it, without
+    the quotes: ASCII, a line break or a lone surrogate escaped (``\\n``, ``\\ud800``), so it can neither end
+    the line and inject an event nor fail to encode; an ordinary type (printable ASCII) as it is."""
+    return json.dumps(value if isinstance(value, str) else str(value))[1:-1].encode("ascii")
 
 
 class TextPart:
@@ -438,7 +446,7 @@ class EventRecovery(SSEFraming):
     def _write(self, event: dict, lines: list) -> bytes:
         """One event: ``event: TYPE``, its other original ``lines`` (no data or event line), one ``data:`` line."""
         nl = self._newline
-        out = [b"event: " + str(event.get("type", "message")).encode() + nl]
+        out = [b"event: " + _field(event.get("type", "message")) + nl]
         for content, ending in lines[:-1]:
             if not (content[:5] in (b"data:", b"data") or content[:6] in (b"event:", b"event")):
                 out.append(content + ending)

@@ -380,3 +380,19 @@ def test_one_log_line_per_request(impl, gateway, caplog):
         "POST /v1/messages?t=log 200 json recovered",
         "POST /v1/messages?t=log 200 sse recovered=2",
     ]
+
+
+def test_hostile_event_types_pass_once_and_never_inject(impl):
+    # issue 28: an upstream event type with a line break must not inject an event, one with a lone surrogate
+    # must not cut the stream; events the machine does not rewrite pass as the upstream wrote them ("e")
+    types = ['content_block_delta\ndata: {"type": "injected"}', "x\r\rmessage_stop", "odd\ud800type"]
+    events = message_events("m", ["Hi <tool", '_call>{"name": "get_time", "arguments": {}}</tool_call>', " bye."])
+    events = events[:-1] + [{"type": t} for t in types] + events[-1:]
+    data = b"".join(b"event: e\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    out, _ = run(MessagesSSERecovery(native=True, has_tools=True, tools=TOOLS), [data])
+    out.decode("ascii")
+    client = seen(out)
+    assert [e["type"] for _, e in client if e["type"] in types] == types
+    assert all(kind in ("e", json.dumps(e["type"])[1:-1]) for kind, e in client if e["type"] in types)
+    assert not any(e.get("type") == "injected" for _, e in client)
+    assert [e["type"] for _, e in client].count("message_stop") == 1 and client[-1][1]["type"] == "message_stop"

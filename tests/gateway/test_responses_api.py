@@ -396,3 +396,30 @@ def test_one_log_line_per_request(impl, gateway, caplog):
         "POST /v1/responses?t=log 200 json recovered",
         "POST /v1/responses?t=log 200 sse recovered=2",
     ]
+
+
+HOSTILE_TYPES = [
+    'response.output_text.delta\ndata: {"type": "injected"}',
+    "response.x\r\n\r\nevent: y",
+    "odd\ud800type",
+]
+
+
+def hostile_sse(events: list) -> bytes:
+    """Events as an upstream may send them: each ``event:`` line safe, the JSON data with any type (escaped)."""
+    return b"".join(b"event: e\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def test_hostile_event_types_are_written_back_escaped(impl):
+    # issue 28: once events are rewritten, an upstream event's type went back raw on the event line: a line
+    # break in it injected an event, a lone surrogate raised UnicodeEncodeError and cut the stream
+    events = response_events("m", ["Hi <tool", '_call>{"name": "get_time", "arguments": {}}</tool_call>', " bye."])
+    hostile = [{"type": t, "sequence_number": 0} for t in HOSTILE_TYPES]
+    events = events[:-1] + hostile + events[-1:]
+    out, _ = run(ResponsesSSERecovery(native=True, has_tools=True, tools=TOOLS), [hostile_sse(events)])
+    out.decode("ascii")  # the hostile types' characters escaped: nothing unencodable, nothing raw
+    client = seen(out)
+    assert not any(e.get("type") == "injected" or kind in ("y", "injected") for kind, e in client)
+    got = [(kind, e["type"]) for kind, e in client if e["type"] in HOSTILE_TYPES]
+    assert got == [(json.dumps(t)[1:-1], t) for t in HOSTILE_TYPES]  # each once, its type intact in the data
+    assert calls_of(client[-1][1]["response"]["output"]) == [("get_time", {})]
