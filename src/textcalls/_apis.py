@@ -124,6 +124,11 @@ def fresh_id(prefix: str) -> str:
     return prefix + new_call_id().removeprefix("call_")
 
 
+#: Once a stream was changed, an event is read up to this many times ``max_event`` (64 MiB by default): the final
+#: events of a long answer repeat its whole text, and must say what was streamed.
+FINAL_EVENT_FACTOR = 64
+
+
 def _field(value: object) -> bytes:
     """An upstream value (an event's ``type``) as an SSE field's value: its text as a JSON string writes it, without
     the quotes: ASCII, a line break or a lone surrogate escaped (``\\n``, ``\\ud800``), so it can neither end
@@ -390,7 +395,10 @@ class EventRecovery(SSEFraming):
     non-JSON or data-less event, goes out byte for byte. Events the machine writes are ``event: TYPE`` and
     one compact ``data:`` line, with the line ending of the upstream event they stand for; a rewritten
     event keeps its other lines (``id:``, comments). An incomplete event is held up to ``max_event``
-    bytes; a longer one is sent on verbatim as it arrives, unread. ``feed`` returns ``b""`` while it holds.
+    bytes; a longer one is sent on verbatim as it arrives, unread, until the machine has changed an event:
+    from then on an event is read up to ``FINAL_EVENT_FACTOR`` times ``max_event`` (a final event repeats the
+    whole text and its calls, and going on unread it would contradict what was streamed: the markup back, no
+    call). ``feed`` returns ``b""`` while it holds.
     """
 
     _keeps_end = False  # written events end with their own empty line
@@ -398,6 +406,10 @@ class EventRecovery(SSEFraming):
     def __init__(self, machine: Machine, *, max_event: int = MAX_EVENT) -> None:
         super().__init__(max_event)
         self.machine = machine
+        self._changed = False  # the machine replaced or dropped an event: later ones are read up to the larger cap
+
+    def _cap(self) -> int:
+        return self.max_event * FINAL_EVENT_FACTOR if self._changed else self.max_event
 
     @property
     def recovered(self) -> int:
@@ -441,6 +453,7 @@ class EventRecovery(SSEFraming):
         new = self.machine.push(event)
         if len(new) == 1 and new[0] is event:
             return None
+        self._changed = True
         return [self._write(e, lines if i == len(new) - 1 else []) for i, e in enumerate(new)]
 
     def _write(self, event: dict, lines: list) -> bytes:

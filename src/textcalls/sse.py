@@ -100,6 +100,10 @@ class SSEFraming:
         """Whether the stream ended early with an error event (a streamed call abandoned): what follows is dropped."""
         return False
 
+    def _cap(self) -> int:
+        """The most bytes of one event read (held while incomplete); a longer one goes on unread: ``max_event``."""
+        return self.max_event
+
     def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
         """The complete event ``buf[pos:end]`` (its final empty line included): None if it goes out as it
         came, else the bytes that replace it (maybe none). ``single``: it is one line, then LF LF."""
@@ -147,7 +151,7 @@ class SSEFraming:
         if self._stopped():  # an event here ended the stream with an error event: the rest is dropped
             buf.clear()
             return b"".join(out)
-        if _size(buf, len(buf)) > self.max_event:  # the event can only be oversized: pass it through
+        if _size(buf, len(buf)) > self._cap():  # the event can only be oversized: pass it through
             self._over = bytes(buf[-3:])
             out.append(bytes(buf))
             buf.clear()
@@ -212,7 +216,7 @@ class SSEFraming:
                 if single and start > pos:  # its first bytes were searched before, for an LF LF only
                     single = find(b"\n", pos, start) < 0 and find(b"\r", pos, start) < 0
             # (an oversized event goes out as it came, as in any other split)
-            if last - pos > self.max_event:
+            if last - pos > self._cap():  # noqa: SIM108 (the two cases read apart)
                 new = [] if self._stopped() else None
             else:
                 new = self._event(buf, pos, end, single)

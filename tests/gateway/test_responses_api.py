@@ -351,6 +351,23 @@ def test_sdk_gets_unique_call_ids_when_the_model_writes_one_twice(impl, stream_a
         gw.close()
 
 
+def test_sdk_final_response_is_recovered_when_its_events_are_over_max_event(impl):
+    # issue 28: through the proxy with a 1 KiB max_event, the ~2.4 KB "long" answer's final events are over the
+    # cap; the SDK's final response has the call, not the markup
+    gw = Gateway("openai", connect, max_event=1024)
+    write_file = {"type": "function", "name": "write_file", "parameters": {"type": "object", "properties": {}}}
+    try:
+        with gw.client(gw.guided).responses.stream(
+            model="long", input="hi", tools=[*TOOLS, write_file], extra_body={"x_seed": 5}
+        ) as s:
+            final = s.get_final_response()
+        assert final.output_text == "Writing it.\n"
+        ((name, args),) = sdk_calls(final.output)
+        assert name == "write_file" and args["path"] == "notes.txt" and len(args["content"]) > 1500
+    finally:
+        gw.close()
+
+
 def test_sdk_native_and_prompt_guided(impl, gateway):
     for url, expected in ((gateway.native, []), (gateway.guided, EXPECTED["hermes"][1])):
         with gateway.client(url).responses.stream(
@@ -423,3 +440,34 @@ def test_hostile_event_types_are_written_back_escaped(impl):
     got = [(kind, e["type"]) for kind, e in client if e["type"] in HOSTILE_TYPES]
     assert got == [(json.dumps(t)[1:-1], t) for t in HOSTILE_TYPES]  # each once, its type intact in the data
     assert calls_of(client[-1][1]["response"]["output"]) == [("get_time", {})]
+
+
+@PROPERTY
+@given(data=st.data(), stream_arguments=st.booleans())
+def test_final_events_over_max_event_agree_with_what_was_streamed(impl, data, stream_arguments):
+    # issue 28: a final event over max_event went on unread, so the final response showed the raw markup and
+    # no function_call item although the call had streamed; once a stream is changed, events are read up to
+    # FINAL_EVENT_FACTOR x max_event
+    prose = "word " * 400  # 2000 characters: the done and completed events are over a 1024-byte cap
+    pieces = [prose[i : i + 100] for i in range(0, len(prose), 100)]  # each delta under the cap
+    pieces += ["<tool_call>", '{"name": "get_time", "arguments": {"tz": "UTC"}}', "</tool_call>"]
+    upstream = sse(response_events("m", pieces))
+    recovery = ResponsesSSERecovery(
+        native=True, has_tools=True, tools=TOOLS, max_event=1024, stream_arguments=stream_arguments
+    )
+    out, _ = run(recovery, split(data.draw, upstream))
+    final = check(seen(out))
+    assert final["output"][0]["content"][0]["text"] == prose
+    assert calls_of(final["output"]) == [("get_time", {"tz": "UTC"})]
+    assert b"<tool_call>" not in out
+
+
+def test_past_the_larger_cap_a_final_event_goes_on_unread(impl):
+    # the bound on what is held: FINAL_EVENT_FACTOR x max_event, documented; past it the event goes on as it came
+    from textcalls._apis import FINAL_EVENT_FACTOR
+
+    prose = "word " * (FINAL_EVENT_FACTOR * 16 // 5 + 10)  # over 16 x FINAL_EVENT_FACTOR bytes
+    events = response_events("m", ["Hi <tool", '_call>{"name": "get_time", "arguments": {}}</tool_call>', prose])
+    out, _ = run(ResponsesSSERecovery(native=True, has_tools=True, tools=TOOLS, max_event=16), [sse(events)])
+    done = [e for _, e in seen(out) if e["type"] == "response.output_text.done"]
+    assert done[0]["text"].startswith("Hi <tool_call>")  # the upstream's own event: unread
