@@ -19,6 +19,7 @@ from libc.string cimport memcpy
 
 from textcalls._text cimport *
 from textcalls._json_rules import MAX_DEPTH, PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, REPAIR_TOKENS, single_to_double
+from textcalls._json_rules import strict_surrogates
 from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
 from textcalls.markers import DEEPSEEK_SEP
 from textcalls.toolcall import EncodedString, ToolCall, new_call_id
@@ -26,7 +27,7 @@ from textcalls import toolcall as _toolcall
 
 __all__ = [
     "array_calls", "deepseek_call", "hermes_call", "json_string", "plain_object", "repair", "simple_literal_json",
-    "string_object", "too_many_python_nodes",
+    "strict_json", "string_object", "too_many_python_nodes",
 ]
 
 
@@ -424,13 +425,59 @@ cdef Py_ssize_t SLOT_NAME = _slot(ToolCall, "name"), SLOT_ARGUMENTS = _slot(Tool
 cdef Py_ssize_t SLOT_ID = _slot(ToolCall, "id"), SLOT_DIALECT = _slot(ToolCall, "dialect")
 
 
+cdef inline bint _surrogate_escape(int kind, const void* d, Py_ssize_t n, Py_ssize_t i) noexcept:
+    """The backslash at ``i`` begins a surrogate's escape, ``\\uD800`` to ``\\uDFFF`` (its first three letters)."""
+    cdef Py_UCS4 c
+    if i + 3 >= n or PyUnicode_READ(kind, d, i + 1) != 0x75:
+        return False
+    c = PyUnicode_READ(kind, d, i + 2)
+    if c != 0x64 and c != 0x44:
+        return False
+    c = PyUnicode_READ(kind, d, i + 3)
+    return 0x38 <= c <= 0x39 or 0x61 <= c <= 0x66 or 0x41 <= c <= 0x46
+
+
+cdef str _strict(str text):
+    """``strict_json``: ``text`` itself unless an escape (read left to right, backslash by backslash) is a
+    surrogate's or, in wide text, a character is a surrogate; then ``_json_rules.strict_surrogates(text)``."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* d = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i
+    cdef Py_UCS4 c
+    if kind == 1:  # (no surrogate character fits one byte)
+        i = _find(kind, d, 0, n, 0x5C)
+        while i >= 0:
+            if _surrogate_escape(kind, d, n, i):
+                return strict_surrogates(text)
+            i = _find(kind, d, i + 2, n, 0x5C)
+        return text
+    i = 0
+    while i < n:
+        c = PyUnicode_READ(kind, d, i)
+        if c == 0x5C:
+            if _surrogate_escape(kind, d, n, i):
+                return strict_surrogates(text)
+            i += 2
+        elif 0xD800 <= c <= 0xDFFF:
+            return strict_surrogates(text)
+        else:
+            i += 1
+    return text
+
+
+def strict_json(str text not None):
+    """``text`` (arguments: JSON text) with every lone surrogate replaced by U+FFFD
+    (``_json_rules.strict_surrogates``); ``text`` itself when it has none."""
+    return _strict(text)
+
+
 cdef object _new_call(str name, str arguments, str dialect):
-    """``ToolCall(name, arguments, None, dialect)``, made as its ``__init__`` makes it (its four slots set),
-    with its id made here as ``new_call_id`` makes it, from the same count."""
+    """``ToolCall(name, strict_json(arguments), None, dialect)``, made as its ``__init__`` makes it (its four
+    slots set), with its id made here as ``new_call_id`` makes it, from the same count."""
     call_id = _call_id() if IDS_HERE else new_call_id()
     call = PyType_GenericAlloc(<PyTypeObject*>ToolCall, 0)  # object.__new__(ToolCall)'s (ToolCall has no __new__)
     _fill(call, SLOT_NAME, name)
-    _fill(call, SLOT_ARGUMENTS, arguments)
+    _fill(call, SLOT_ARGUMENTS, _strict(arguments))
     _fill(call, SLOT_ID, call_id)
     _fill(call, SLOT_DIALECT, dialect)
     return call

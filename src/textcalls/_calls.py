@@ -62,6 +62,7 @@ def make_call(name: object, args: object, call_id: str | None = None) -> ToolCal
             arguments = ARGUMENTS_ENCODER.encode(args)
         except (ValueError, RecursionError):
             return None
+    arguments = _kernels.impl.strict_json(arguments)  # a lone surrogate as U+FFFD: strict parsers read it
     if call_id is None:
         return ToolCall(name.strip(), arguments)
     return ToolCall(name.strip(), arguments, id=call_id)

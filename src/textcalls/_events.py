@@ -57,10 +57,15 @@ __all__ = ["HEAD_MAX", "NEVER", "PIECE_MIN", "CallEvents"]
 PIECE_MIN = 32
 NEVER = sys.maxsize  # what ``_wants`` asks for when the body is not read
 _STRUCTURE = re.compile(r'["{}\[\]]')  # in the arguments, outside strings
-#: a JSON string's text up to its closing quote, or to a backslash that starts no complete escape
-_STRING_RUN = re.compile(r'(?:[^"\\]+|\\u[0-9a-fA-F]{4}|\\[^u])*')
-# states of the open block
-_OFF, _HEAD, _XML_HEAD, _ARGS, _XML, _DONE = range(6)
+#: a JSON string's text up to its closing quote, to a backslash that starts no complete escape, or to a
+#: surrogate (its escape, or the character): what follows goes whole at the block's end (``_STOPPED``)
+_STRING_RUN = re.compile(
+    r'(?:[^"\\\ud800-\udfff]+|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4}'
+    r"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\[^u])*"  # (a pair escaped: as written)
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# states of the open block (_STOPPED: a started call whose pieces stopped; its block's end sends the rest)
+_OFF, _HEAD, _XML_HEAD, _ARGS, _XML, _DONE, _STOPPED = range(7)
 
 
 class CallEvents:
@@ -216,8 +221,18 @@ class CallEvents:
                     self._in_str = False
                     p += 1
                     continue
+                if text[p] != "\\":  # a surrogate written raw: the arguments change there (strict_json)
+                    end = p
+                    self._state = _STOPPED
+                    break
                 if p + 6 > n:  # a backslash whose escape is not complete: hold it back
                     end = p
+                    break
+                if text[p + 1] == "u" and text[p + 2] in "dD" and text[p + 3] in "89abcdefABCDEF":
+                    end = p  # a surrogate's escape the run did not take as a pair's
+                    if p + 12 > n and text[p + 3] in "89abAB":  # a high one: its low one may follow
+                        break
+                    self._state = _STOPPED  # a lone one (U+FFFD's escape at the end): the rest goes whole
                     break
                 p += 2  # "\u" and no four hex digits: not JSON (the end check abandons the call)
                 continue
@@ -245,6 +260,8 @@ class CallEvents:
 
     def send(self, piece: str) -> None:
         if piece:
+            if not piece.isascii() and _SURROGATE.search(piece):  # an XML value's: as strict_json writes it
+                piece = _SURROGATE.sub("\ufffd", piece)
             self._sent.append(piece)
             self.events.append(("arguments", self._index, piece))
 

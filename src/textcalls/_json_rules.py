@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_DEPTH", "PLAIN_DEPTH_MAX", "PLAIN_NUMBER_MAX", "REPAIR_TOKENS", "single_to_double", "strip_fence"]
+__all__ = [
+    "MAX_DEPTH",
+    "PLAIN_DEPTH_MAX",
+    "PLAIN_NUMBER_MAX",
+    "REPAIR_TOKENS",
+    "REPLACEMENT",
+    "single_to_double",
+    "strict_surrogates",
+    "strip_fence",
+]
 
 #: Arguments are kept as the model wrote them (``_kernels.impl.plain_object``, both implementations) only when
 #: their object nests at most this deep and has no number longer than ``PLAIN_NUMBER_MAX`` characters (or in
@@ -47,3 +56,28 @@ def single_to_double(token: str) -> str:
         return "'" if m.group(1) == "'" else m.group(0)
 
     return '"' + _SINGLE_ESCAPE.sub(fix, token[1:-1]) + '"'
+
+
+#: What a lone surrogate in arguments becomes (``strict_surrogates``): U+FFFD, the replacement character.
+REPLACEMENT = "\ufffd"
+#: In JSON text: each escape (a surrogate pair escaped whole, a lone surrogate's escape, any other) and each
+#: surrogate code point written raw. Escapes are read left to right, so ``\\u…`` is a backslash, then text.
+_ESCAPE_OR_SURROGATE = re.compile(
+    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(?P<lone>u[dD][89a-fA-F][0-9a-fA-F]{2})|.)"
+    r"|(?P<raw>[\ud800-\udfff])",
+    re.DOTALL,
+)
+
+
+def _replaced(m: re.Match[str]) -> str:
+    if m.group("lone") is not None:
+        return "\\ufffd"  # the escape of U+FFFD, in place of the lone surrogate's
+    return REPLACEMENT if m.group("raw") is not None else m.group(0)
+
+
+def strict_surrogates(text: str) -> str:
+    """``text`` (arguments: JSON text) with every lone surrogate replaced by U+FFFD, so that strict JSON parsers
+    (and UTF-8) accept it: an escaped one (``\\ud83d`` not followed by a low surrogate's escape, or a low one
+    alone) by ``\\ufffd``, a surrogate code point written raw by the character U+FFFD. An escaped pair stays
+    as written. The kernels' ``strict_json`` calls this only for a text that may hold one."""
+    return _ESCAPE_OR_SURROGATE.sub(_replaced, text)

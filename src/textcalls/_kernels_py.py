@@ -15,7 +15,15 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # json's C sc
 from json.encoder import encode_basestring
 from typing import Any
 
-from ._json_rules import MAX_DEPTH, PLAIN_DEPTH_MAX, PLAIN_NUMBER_MAX, REPAIR_TOKENS, single_to_double, strip_fence
+from ._json_rules import (
+    MAX_DEPTH,
+    PLAIN_DEPTH_MAX,
+    PLAIN_NUMBER_MAX,
+    REPAIR_TOKENS,
+    single_to_double,
+    strict_surrogates,
+    strip_fence,
+)
 from .markers import ARGUMENT_KEYS, DEEPSEEK_SEP
 from .toolcall import EncodedString, ToolCall
 
@@ -27,9 +35,23 @@ __all__ = [
     "plain_object",
     "repair",
     "simple_literal_json",
+    "strict_json",
     "string_object",
     "too_many_python_nodes",
 ]
+
+
+_MAY_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+
+
+def strict_json(text: str) -> str:
+    """``text`` (arguments: JSON text) with every lone surrogate replaced by U+FFFD
+    (``_json_rules.strict_surrogates``); ``text`` itself when it has none."""
+    if not isinstance(text, str):
+        raise TypeError(f"strict_json() expects str, not {type(text).__name__}")
+    if (text.isascii() and "\\u" not in text) or _MAY_SURROGATE.search(text) is None:
+        return text
+    return strict_surrogates(text)
 
 
 def json_string(s: str) -> str:
@@ -274,7 +296,7 @@ def hermes_call(body: str, dialect: str) -> ToolCall | None:
     if "\\" in name:
         name = json.loads(text[name_span[0] : name_span[1]])
     name = name.strip()
-    return ToolCall(name, text[args_span[0] : args_span[1]], None, dialect) if name else None
+    return ToolCall(name, strict_json(text[args_span[0] : args_span[1]]), None, dialect) if name else None
 
 
 def array_calls(text: str, dialect: str) -> list[ToolCall] | None:
@@ -321,7 +343,7 @@ def deepseek_call(body: str, dialect: str) -> ToolCall | None:
     plain = plain_object(tail)
     if plain is None or not name.strip():
         return None
-    return ToolCall(name.strip(), tail[plain[0] : plain[1]], None, dialect)
+    return ToolCall(name.strip(), strict_json(tail[plain[0] : plain[1]]), None, dialect)
 
 
 _JSON_QUOTE = r'(?:"|<\|"\|?>)'

@@ -558,15 +558,16 @@ def test_a_body_that_is_not_strict_json_never_breaks_the_sdk_reading_it(impl, me
     assert (machine.recovered, machine.abandoned) == (0, 1)
 
 
-def test_what_the_reader_holds_back_goes_out_when_the_call_ends(impl):
-    # a lone surrogate escape is no strict JSON (the anthropic SDK refuses it), yet the call ends with it as written
+def test_a_lone_surrogate_stops_the_pieces_and_the_rest_goes_out_when_the_call_ends(impl):
+    # a lone surrogate escape is no strict JSON (the anthropic SDK refuses it): the arguments hold U+FFFD's escape
+    # in its place (issue 28), the pieces stop before it and the rest goes out, whole, when the call ends
     arguments = '{"a": "x\\ud800", "b": 1}'
     text = '<tool_call>{"name": "f", "arguments": ' + arguments + "}</tool_call>"
     machine = MessagesRecovery(native=True, has_tools=True, tools=M_TOOLS, stream_arguments=True)
     out = pushed(machine, message_events("m", [text[i : i + 3] for i in range(0, len(text), 3)]))
     pieces = [e["delta"]["partial_json"] for e in out if e.get("delta", {}).get("type") == "input_json_delta"]
-    # sent up to the '"' that cannot follow a high surrogate escape; the rest when the call ended, whole
-    assert "".join(pieces[:-1]) == '{"a": "x\\ud800' and pieces[-1] == '", "b": 1}' and machine.recovered == 1
+    assert "".join(pieces) == '{"a": "x\\ufffd", "b": 1}' and machine.recovered == 1
+    assert "\\u" not in "".join(pieces[:-1]) and pieces[-1].endswith('", "b": 1}')
 
 
 _json_values = st.recursive(

@@ -317,6 +317,22 @@ def test_sdk_message_stream_helper_is_recovered(impl, gateway, model):
         assert (message.usage.input_tokens, message.usage.output_tokens) == (10, 20)
 
 
+@pytest.mark.parametrize("stream_arguments", [False, True])
+def test_sdk_reads_arguments_that_held_a_lone_surrogate(impl, stream_arguments):
+    # issue 28: arguments kept as written held "\ud83d", and messages.stream() raised on them; a lone surrogate
+    # is U+FFFD in every arguments string handed out
+    gw = Gateway("anthropic", connect, stream_arguments=stream_arguments)
+    try:
+        for seed in range(3):
+            with gw.client(gw.guided).messages.stream(
+                model="lone_surrogate", max_tokens=100, messages=MESSAGES, tools=TOOLS, extra_body={"x_seed": seed}
+            ) as stream:
+                message = stream.get_final_message()
+            assert sdk_blocks(message.content) == (["Looking."], [("get_weather", {"city": "Paris \ufffd"})])
+    finally:
+        gw.close()
+
+
 @pytest.mark.parametrize("model", ["hermes", "deepseek"])
 def test_sdk_raw_events_and_non_streamed_are_recovered(impl, gateway, model):
     client = gateway.client()

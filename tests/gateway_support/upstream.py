@@ -44,8 +44,11 @@ KIMI_IDS = (
     '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|>'
     "<|tool_calls_section_end|>"
 )
+#: A Hermes call whose value holds a lone surrogate's escape (issue 28): strict parsers refuse it as written.
+LONE_SURROGATE = 'Looking.<tool_call>{"name": "get_weather", "arguments": {"city": "Paris \\ud83d"}}</tool_call>'
 #: model name -> the assistant text it writes
 SCRIPTS = {
+    "lone_surrogate": LONE_SURROGATE,
     "kimi_ids": KIMI_IDS,
     "hermes": HERMES,
     "deepseek": DEEPSEEK,

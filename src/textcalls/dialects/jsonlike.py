@@ -137,7 +137,8 @@ def _hermes_body(body: str) -> ToolCall | None:
 
 
 def as_written(name: object, text: str, call_id: str | None = None) -> ToolCall | None:
-    """The call of ``name`` with ``text`` as its arguments, kept exactly as written, when ``text`` is a
+    """The call of ``name`` with ``text`` as its arguments, kept as written (a lone surrogate as U+FFFD:
+    ``strict_json``), when ``text`` is a
     plain JSON object (``_kernels.impl.plain_object``: strict JSON as ``json.loads`` reads it, JSON whitespace
     around it left out) and ``name`` a non-blank string; ``None`` otherwise. Where it gives a call,
     ``make_call(name, decode(text), call_id)`` gives one equal as JSON, at the cost of reading and writing
@@ -146,6 +147,7 @@ def as_written(name: object, text: str, call_id: str | None = None) -> ToolCall 
     if plain is None or not isinstance(name, str) or not name.strip():
         return None
     arguments = text[plain[0] : plain[1]]
+    arguments = _kernels.impl.strict_json(arguments)  # a lone surrogate as U+FFFD, as make_call writes it
     return ToolCall(name.strip(), arguments) if call_id is None else ToolCall(name.strip(), arguments, id=call_id)
 
 
