@@ -452,14 +452,15 @@ class _Proxy:
 
     @property
     def middleware(self):
-        """Sends the requests whose target the router cannot even match (``*``, ``host:443``) to
-        ``handle`` too, which answers them 400."""
-        handle = self.handle
+        """Sends every request to ``route``, or to ``handle`` (which answers 400) when its target is not a
+        path, whatever the router made of it: it matches neither ``*`` nor ``host:443``, nor a path whose
+        decoded form holds a line break (``/v1/models%0A``), which are still relayed, counted and logged."""
+        handle, route = self.handle, self.route
 
         @self.web.middleware
         async def every_target(request, handler):
             if _origin_form(request.raw_path):
-                return await handler(request)
+                return await route(request)
             return await handle(request)
 
         return every_target
