@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 from typing import Any
@@ -19,7 +20,9 @@ from .proxy import (
     LOG_FORMATS,
     MAX_CONNECTIONS,
     METRICS_PATH,
+    METRICS_TOKEN_ENV,
     READ_TIMEOUT,
+    check_token,
     own_path,
 )
 from .sse import SSERecovery
@@ -106,6 +109,10 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
         }
         if args.stream_arguments:  # (create_app's default otherwise)
             options["stream_arguments"] = True
+        if args.metrics_token is not None:
+            options["metrics_token"] = check_token("--metrics-token", args.metrics_token)
+        elif os.environ.get(METRICS_TOKEN_ENV) is not None:
+            options["metrics_token"] = check_token(METRICS_TOKEN_ENV, os.environ[METRICS_TOKEN_ENV])
         if options["metrics_path"] is not None and options["metrics_path"] == options["health_path"]:
             raise ValueError(f"--metrics-path and --health-path must differ, not both {args.metrics_path!r}")
         workers = _workers(args.workers)
@@ -230,6 +237,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help=f"where the proxy answers GET with 200 'ok' while it runs, never relayed; 'off': relay that path too "
         f"(default {HEALTH_PATH})",
+    )
+    proxy.add_argument(
+        "--metrics-token",
+        metavar="TOKEN",
+        help=f"the metrics answer only requests with 'Authorization: Bearer TOKEN' (else 401); the health answer "
+        f"stays open. Default: ${METRICS_TOKEN_ENV} if set (better than the flag: the command line is visible "
+        "to every user of the machine), else none",
     )
     proxy.add_argument(
         "--log-format",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import math
@@ -51,6 +52,7 @@ __all__ = [
     "MAX_RESPONSE",
     "MESSAGES_PATH",
     "METRICS_PATH",
+    "METRICS_TOKEN_ENV",
     "READ_TIMEOUT",
     "RECOVERED_PATHS",
     "RESPONSES_PATH",
@@ -84,6 +86,8 @@ MAX_CONNECTIONS = 100
 #: Default paths the proxy answers itself: its metrics (Prometheus text format) and its health.
 METRICS_PATH = "/metrics"
 HEALTH_PATH = "/healthz"
+#: The environment variable the command reads ``--metrics-token`` from when the flag is not given.
+METRICS_TOKEN_ENV = "TEXTCALLS_METRICS_TOKEN"
 #: The formats of ``run``'s log lines: ``logging``'s usual text, or one JSON object a line (``JsonFormatter``).
 LOG_FORMATS = ("text", "json")
 _TEXT_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -178,6 +182,18 @@ def own_path(name: str, value) -> str | None:
         raise ValueError(f"{name} must be a path like /metrics (one leading '/', no query), not {value!r}")
     if value in RECOVERED_PATHS:
         raise ValueError(f"{name} cannot be {value}, the path the proxy recovers")
+    return value
+
+
+def check_token(name: str, value) -> str | None:
+    """A bearer token for the metrics (``value``), or None for none: one or more visible ASCII characters. A bad
+    one is refused without being repeated (it may be a secret all but a character)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
+    if not value or not all("!" <= c <= "~" for c in value):
+        raise ValueError(f"{name} must be one or more visible ASCII characters: no space, no control character")
     return value
 
 
@@ -419,6 +435,7 @@ class _Proxy:
         metrics: Metrics,
         metrics_path: str | None,
         health_path: str | None,
+        metrics_token: str | None,
     ) -> None:
         self.aiohttp, self.web = _aiohttp()
         from yarl import URL  # an aiohttp dependency
@@ -436,6 +453,8 @@ class _Proxy:
         self.metrics = metrics
         own = {metrics_path: self._metrics, health_path: self._health}
         self.own = {path: answer for path, answer in own.items() if path is not None}  # path -> its answer
+        self.metrics_path = metrics_path
+        self.token = None if metrics_token is None else metrics_token.encode()  # asked of the metrics' readers
         self.session: aiohttp.ClientSession | None = None
         # one per upstream connection in use: waiting for one is bounded in time
         self.slots: asyncio.Semaphore | None = None
@@ -466,15 +485,39 @@ class _Proxy:
         return every_target
 
     async def route(self, request):
-        """Answer the proxy's own paths; relay the others (``handle``)."""
+        """Answer the proxy's own paths; relay the others (``handle``).
+
+        Its answers (GET and HEAD) are neither counted nor logged: scrapes and probes every few seconds would
+        drown the traffic. A request it refuses (another method: 405; the metrics without their token: 401) is
+        both, under the path ``other``, outcome ``error``.
+        """
         answer = self.own.get(request.path)
         if answer is None:
             return await self.handle(request)
         if request.method not in ("GET", "HEAD"):
             response = self._error(405, "method_not_allowed", f"{request.path} answers GET and HEAD only")
             response.headers["Allow"] = "GET, HEAD"
-            return response
+            return self._refused(request, response, "method not allowed")
+        if request.path == self.metrics_path and self.token is not None and not self._authorized(request):
+            message = f"{request.path} needs the metrics token: Authorization: Bearer <token>"
+            response = self._error(401, "authentication_error", message)
+            response.headers["WWW-Authenticate"] = 'Bearer realm="textcalls metrics"'
+            return self._refused(request, response, "unauthorized")
         return answer()
+
+    def _authorized(self, request) -> bool:
+        """Whether the request's ``Authorization`` is ``Bearer`` and the metrics token (compared in constant time)."""
+        assert self.token is not None
+        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+        given_bytes = given.strip().encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(given_bytes, self.token) and scheme.lower() == "bearer"
+
+    def _refused(self, request, response, how: str):
+        """``response``, the proxy's refusal of a request for one of its own paths, counted and logged."""
+        ex = _Exchange()
+        ex.status, ex.how = response.status, how
+        self._done(request, ex)
+        return response
 
     def _metrics(self):
         return self.web.Response(
@@ -803,6 +846,7 @@ def create_app(
     stream_arguments: bool = False,
     metrics_path: str | None = METRICS_PATH,
     health_path: str | None = HEALTH_PATH,
+    metrics_token: str | None = None,
     metrics: Metrics | None = None,
 ):
     """An ``aiohttp.web.Application`` proxying to ``upstream`` (see the module docstring).
@@ -816,7 +860,9 @@ def create_app(
     model writes them (``ChunkRecovery``, ``ResponsesRecovery``, ``MessagesRecovery``); each request's log line
     then counts the calls abandoned after their start went out.
     ``metrics_path``, ``health_path``: the paths of the proxy's metrics and health answers (GET and
-    HEAD; other methods 405), or None to relay that path like any other. ``metrics``: the
+    HEAD; other methods 405), or None to relay that path like any other. ``metrics_token``: when given, the
+    metrics answer only a request with ``Authorization: Bearer <metrics_token>`` (else 401); the health answer
+    stays open (it says ``ok``, nothing more, and load balancers probe it without headers). ``metrics``: the
     ``textcalls.metrics.Metrics`` it counts in (default: its own); apps given the same one report together.
 
     Serve it with ``handler_cancellation=True`` (as ``start`` does) so that a client that
@@ -828,6 +874,7 @@ def create_app(
     health_path = own_path("health_path", health_path)
     if metrics_path is not None and metrics_path == health_path:
         raise ValueError(f"metrics_path and health_path must differ, not both {metrics_path!r}")
+    metrics_token = check_token("metrics_token", metrics_token)
     if metrics is not None and not isinstance(metrics, Metrics):
         raise TypeError(f"metrics must be a textcalls.metrics.Metrics, not {type(metrics).__name__}")
     proxy = _Proxy(
@@ -842,6 +889,7 @@ def create_app(
         metrics=Metrics() if metrics is None else metrics,
         metrics_path=metrics_path,
         health_path=health_path,
+        metrics_token=metrics_token,
     )
     app = proxy.web.Application(client_max_size=MAX_REQUEST, middlewares=[proxy.middleware])
     app.cleanup_ctx.append(proxy.session_context)

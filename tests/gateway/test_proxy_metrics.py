@@ -383,14 +383,20 @@ def test_metrics_and_health_are_answered_by_the_proxy_never_relayed(stub):
         assert call(port, "GET", "/healthz")[::2] == (200, b"ok\n")
         status, headers, data, _ = call(port, "HEAD", "/metrics")
         assert status == 200 and data == b"" and int(headers["Content-Length"]) > 1000
+        assert requests_by(scrape(port)) == {}  # the answers are not counted
+        assert out.getvalue() == ""  # nor logged
         for method, path in [("POST", "/metrics"), ("DELETE", "/healthz")]:
             status, headers, data, _ = call(port, method, path)
             assert status == 405 and headers["Allow"] == "GET, HEAD"
             assert json.loads(data)["error"]["type"] == "method_not_allowed"
+        refused = log_lines(out, 2)  # the refusals are
         samples = scrape(port)
         assert len(stub.upstream.requests) == seen  # none reached the upstream
-        assert out.getvalue() == ""  # nor were they logged
-    assert requests_by(samples) == {}  # nor counted
+    assert [(line["method"], line["path"], line["status"], line["outcome"]) for line in refused] == [
+        ("POST", "/metrics", 405, "error"),
+        ("DELETE", "/healthz", 405, "error"),
+    ]
+    assert requests_by(samples) == {("other", "error"): 2}  # and counted
 
 
 def test_own_paths_can_move_or_be_relayed(stub):
