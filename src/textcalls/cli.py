@@ -19,6 +19,7 @@ from .proxy import (
     HEALTH_PATH,
     LOG_FORMATS,
     MAX_CONNECTIONS,
+    MAX_REQUEST,
     METRICS_PATH,
     METRICS_TOKEN_ENV,
     READ_TIMEOUT,
@@ -74,17 +75,11 @@ def _seconds(flag: str, value) -> float:
     return seconds
 
 
-def _connections(value) -> int:
+def _count(flag: str, value) -> int:
+    """A flag's integer: >= 1."""
     text = str(value)
     if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"--max-connections must be an integer >= 1, not {value!r}")
-    return int(text)
-
-
-def _workers(value) -> int:
-    text = str(value)
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"--workers must be an integer >= 1, not {value!r}")
+        raise ValueError(f"{flag} must be an integer >= 1, not {value!r}")
     return int(text)
 
 
@@ -103,7 +98,8 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
             "connect_timeout": _seconds("--connect-timeout", args.connect_timeout),
             "read_timeout": _seconds("--read-timeout", args.read_timeout),
             "body_timeout": _seconds("--body-timeout", args.body_timeout),
-            "max_connections": _connections(args.max_connections),
+            "max_connections": _count("--max-connections", args.max_connections),
+            "max_body": _count("--max-body", args.max_body) << 20,
             "metrics_path": _path_flag("--metrics-path", args.metrics_path),
             "health_path": _path_flag("--health-path", args.health_path),
         }
@@ -115,7 +111,7 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
             options["metrics_token"] = check_token(METRICS_TOKEN_ENV, os.environ[METRICS_TOKEN_ENV])
         if options["metrics_path"] is not None and options["metrics_path"] == options["health_path"]:
             raise ValueError(f"--metrics-path and --health-path must differ, not both {args.metrics_path!r}")
-        workers = _workers(args.workers)
+        workers = _count("--workers", args.workers)
     except ValueError as e:
         parser.error(str(e))
     try:
@@ -217,6 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         default=MAX_CONNECTIONS,
         metavar="N",
         help=f"cap on concurrent upstream connections, per worker (default {MAX_CONNECTIONS})",
+    )
+    proxy.add_argument(
+        "--max-body",
+        default=MAX_REQUEST >> 20,
+        metavar="MIB",
+        help="cap, in MiB, on a request body the proxy reads, the recovered paths' (else 413); other paths' "
+        f"bodies are streamed upstream as they come (default {MAX_REQUEST >> 20})",
     )
     proxy.add_argument(
         "--workers",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import io
 import json
 import logging
 import math
@@ -70,8 +71,10 @@ RESPONSES_PATH = "/v1/responses"
 MESSAGES_PATH = "/v1/messages"
 #: The paths whose POST answers are recovered.
 RECOVERED_PATHS = (CHAT_PATH, RESPONSES_PATH, MESSAGES_PATH)
-#: Cap, in bytes, on a request body the proxy reads (the recovered paths); over it the client gets 413.
-MAX_REQUEST = 64 << 20
+#: Default cap, in bytes, on a request body the proxy reads (the recovered paths): over it, 413. It bounds the
+#: time one request's JSON holds the event loop (a body of many small objects reads at about 30 ms a MiB, and
+#: the reading cannot be split: see ``_OFF_LOOP``).
+MAX_REQUEST = 32 << 20
 #: Cap, in bytes, on a non-streamed answer held to recover it; a larger one is relayed as it is.
 MAX_RESPONSE = 64 << 20
 #: Default seconds to open an upstream connection, and to wait for a free one when all are busy.
@@ -91,6 +94,14 @@ METRICS_TOKEN_ENV = "TEXTCALLS_METRICS_TOKEN"
 #: The formats of ``run``'s log lines: ``logging``'s usual text, or one JSON object a line (``JsonFormatter``).
 LOG_FORMATS = ("text", "json")
 _TEXT_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+# A request body over this many bytes is read (JSON) and its tools checked in a worker thread, not on the event
+# loop, with Python-level hooks for objects and numbers: json's C reader holds the GIL for a whole document, and
+# a hook's bytecode is where the loop thread can take it back. A run of strings alone gives no such point
+# (about 11 ms a MiB): MAX_REQUEST bounds it.
+_OFF_LOOP = 1 << 20
+# A request offering more tools than this has its recovery Options (a Context over every tool) made in a
+# worker thread too.
+_MANY_TOOLS = 1000
 #: Headers that describe one connection, never forwarded (RFC 9110 7.6.1), plus proxy-connection.
 HOP_BY_HOP = frozenset(
     {
@@ -233,9 +244,24 @@ def _log_to_stderr(log_format: str) -> None:
     logging.basicConfig(level=logging.INFO, handlers=[handler])
 
 
-def _offered_tools(body: bytes, convert=None) -> tuple:
+def _object(pairs: list) -> dict:
+    """A JSON object, from its pairs as ``json`` reads them (a Python function on purpose: see ``_OFF_LOOP``)."""
+    return dict(pairs)
+
+
+def _int(text: str) -> int:
+    """A JSON integer, as ``json`` reads it (a Python function on purpose: see ``_OFF_LOOP``)."""
+    return int(text)
+
+
+def _float(text: str) -> float:
+    """A JSON number with a fraction or an exponent, as ``json`` reads it (see ``_int``)."""
+    return float(text)
+
+
+def _offered_tools(body: bytes, convert=None, yielding: bool = False) -> tuple:
     """What a request offers to recover with, as ``(tools, why)``; ``convert`` reads its API's ``tools``
-    (``chat_tools`` by default).
+    (``chat_tools`` by default); ``yielding``: read in a worker thread (see ``_OFF_LOOP``).
 
     ``(functions, None)`` for a non-empty ``tools`` list whose every entry is well-formed: its function
     tools, chat-shaped, the other kinds left out (a call naming one stays text). ``(None, None)`` when
@@ -243,7 +269,10 @@ def _offered_tools(body: bytes, convert=None) -> tuple:
     the request is then relayed unrecovered, never recovered without a filter.
     """
     try:
-        request = json.loads(body)
+        if yielding:
+            request = json.loads(body, object_pairs_hook=_object, parse_int=_int, parse_float=_float)
+        else:
+            request = json.loads(body)
     except (ValueError, RecursionError):
         return None, None
     tools = request.get("tools") if isinstance(request, dict) else None
@@ -430,6 +459,7 @@ class _Proxy:
         read_timeout: float,
         body_timeout: float,
         max_connections: int,
+        max_body: int,
         max_event: int,
         stream_arguments: bool,
         metrics: Metrics,
@@ -448,6 +478,7 @@ class _Proxy:
         self.read_timeout = read_timeout
         self.body_timeout = body_timeout
         self.max_connections = max_connections
+        self.max_body = max_body
         self.max_event = max_event
         self.stream_arguments = stream_arguments
         self.metrics = metrics
@@ -614,6 +645,33 @@ class _Proxy:
         response = await self._close_with(request, self._error(408, "request_timeout", message))
         return self._failed(ex, "request body timeout", response)
 
+    async def _read_body(self, request) -> bytes | None:
+        """The whole request body, or None as soon as it is known to be over ``max_body``."""
+        if (request.content_length or 0) > self.max_body:
+            return None
+        data = bytearray()
+        while chunk := await request.content.readany():
+            data += chunk
+            if len(data) > self.max_body:
+                return None
+        return bytes(data)
+
+    def _too_large(self, ex: _Exchange):
+        """The 413 for a body over ``max_body``. The connection closes after it, once aiohttp has read and dropped
+        what the client still sends (for up to its lingering time, 10 s), so that a client that sends its whole
+        body before it reads sees this answer, not a reset."""
+        cap = self.max_body
+        size = f"{cap >> 20} MiB" if cap & 0xFFFFF == 0 else f"{cap} bytes"
+        response = self._error(413, "request_too_large", f"the request body is over {size}, the proxy's cap")
+        response.force_close()
+        return self._failed(ex, "request body too large", response)
+
+    async def _options(self, api: _Api, tools: list, stream_arguments: bool = False) -> Options:
+        """``api.options``, made in a worker thread for many tools (see ``_MANY_TOOLS``)."""
+        if len(tools) > _MANY_TOOLS:
+            return await asyncio.to_thread(api.options, tools, stream_arguments)
+        return api.options(tools, stream_arguments)
+
     def _bad_target(self, request, ex: _Exchange):
         message = (
             "the request target must be a path starting with one '/' (origin form): absolute-form, "
@@ -639,24 +697,29 @@ class _Proxy:
             return self._bad_target(request, ex)
         headers = CIMultiDict(_forwarded(request.headers, _REQUEST_DROP))
         tools, body = None, None
+        data: bytes | io.BytesIO | _Body | None = None
         api = _APIS.get(request.path) if request.method == "POST" else None
         if api is not None:
-            try:  # over MAX_REQUEST: 413
+            try:
                 if request.content.is_eof():  # all here already (the common case): no timer needed
-                    data = await request.read()
+                    read = await self._read_body(request)
                 else:
-                    data = await asyncio.wait_for(request.read(), self.body_timeout)
+                    read = await asyncio.wait_for(self._read_body(request), self.body_timeout)
             except asyncio.TimeoutError:
                 return await self._body_timed_out(request, ex)
-            tools, why = _offered_tools(data, api.tools)
+            if read is None:
+                return self._too_large(ex)
+            if len(read) > _OFF_LOOP:
+                tools, why = await asyncio.to_thread(_offered_tools, read, api.tools, True)
+            else:
+                tools, why = _offered_tools(read, api.tools)
+            data = io.BytesIO(read) if len(read) > _OFF_LOOP else read  # (aiohttp sends a BytesIO in pieces)
             if why is not None:
                 log.warning("%s %s: not recovered, relayed as it is: %s", request.method, request.path_qs, why)
             if tools is not None:
                 headers["Accept-Encoding"] = "identity"  # the answer must be readable to recover it
         elif request.body_exists:
             data = body = _Body(request.content, self.body_timeout)
-        else:
-            data = None
         # both made by session_context, which runs while the app does
         assert self.slots is not None and self.session is not None
         try:
@@ -717,7 +780,7 @@ class _Proxy:
         if recover and content_type.startswith("text/event-stream"):
             assert api is not None and tools is not None
             headers.popall("Content-Length", None)
-            options = api.options(tools, stream_arguments=self.stream_arguments)
+            options = await self._options(api, tools, self.stream_arguments)
             recovery = api.sse(native=self.native, has_tools=True, max_event=self.max_event, options=options)
             response = web.StreamResponse(status=200, headers=headers)
             ex.body = "sse"
@@ -727,6 +790,7 @@ class _Proxy:
             return response
         if recover and "json" in content_type:
             assert api is not None and tools is not None
+            options = await self._options(api, tools)
             held: list[bytes] = []
             size = 0
             while size <= MAX_RESPONSE:
@@ -735,7 +799,7 @@ class _Proxy:
                     body = b"".join(held)
                     tally = ex.tally = Counter() if api.tallies else None
                     extra = {"tally": tally} if api.tallies else {}
-                    new = api.body(body, native=self.native, has_tools=True, options=api.options(tools), **extra)
+                    new = api.body(body, native=self.native, has_tools=True, options=options, **extra)
                     if new is body:
                         ex.outcome, ex.how = "unchanged", "json unchanged"
                         ex.wrote(body)
@@ -842,6 +906,7 @@ def create_app(
     read_timeout: float = READ_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
+    max_body: int = MAX_REQUEST,
     max_event: int = MAX_EVENT,
     stream_arguments: bool = False,
     metrics_path: str | None = METRICS_PATH,
@@ -855,7 +920,9 @@ def create_app(
     are busy (then 503), and again to open one (then 502). ``read_timeout``: seconds the upstream
     may stay silent, before its answer (then 504) or within it (then the answer is cut off).
     ``body_timeout``: seconds a client has to send its whole request body (then 408, and the
-    connection is closed). ``max_event``: ``SSERecovery``'s cap on one held event. ``stream_arguments``:
+    connection is closed). ``max_body``: the cap, in bytes, on a request body the proxy reads (the recovered
+    paths; others are streamed upstream as they come): over it, 413. ``max_event``: ``SSERecovery``'s cap on one
+    held event. ``stream_arguments``:
     streamed answers (chat completions, Responses, Messages) send a text call's arguments in pieces as the
     model writes them (``ChunkRecovery``, ``ResponsesRecovery``, ``MessagesRecovery``); each request's log line
     then counts the calls abandoned after their start went out.
@@ -884,6 +951,7 @@ def create_app(
         read_timeout=_seconds("read_timeout", read_timeout),
         body_timeout=_seconds("body_timeout", body_timeout),
         max_connections=_count("max_connections", max_connections),
+        max_body=_count("max_body", max_body),
         max_event=_count("max_event", max_event),
         stream_arguments=_flag("stream_arguments", stream_arguments),
         metrics=Metrics() if metrics is None else metrics,
@@ -891,7 +959,7 @@ def create_app(
         health_path=health_path,
         metrics_token=metrics_token,
     )
-    app = proxy.web.Application(client_max_size=MAX_REQUEST, middlewares=[proxy.middleware])
+    app = proxy.web.Application(client_max_size=proxy.max_body, middlewares=[proxy.middleware])
     app.cleanup_ctx.append(proxy.session_context)
     app.router.add_route("*", "/{tail:.*}", proxy.route)
     return app

@@ -710,6 +710,9 @@ def test_well_formed_non_function_tools_are_ignored_and_the_filter_kept(impl, ne
         (["--max-connections", "0"], "--max-connections must be an integer >= 1, not '0'"),
         (["--max-connections", "1.5"], "--max-connections must be an integer >= 1, not '1.5'"),
         (["--max-connections", "-3"], "--max-connections must be an integer >= 1, not '-3'"),
+        (["--max-body", "0"], "--max-body must be an integer >= 1, not '0'"),
+        (["--max-body", "-1"], "--max-body must be an integer >= 1, not '-1'"),
+        (["--max-body", "0.5"], "--max-body must be an integer >= 1, not '0.5'"),
     ],
 )
 def test_bad_timeout_and_connection_flags_are_one_line_and_exit_2(capsys, monkeypatch, args, message):
@@ -738,6 +741,8 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
                 "0.25",
                 "--max-connections",
                 "7",
+                "--max-body",
+                "5",
                 "--workers",
                 "3",
             ]
@@ -762,6 +767,7 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
                 "read_timeout": 600.0,
                 "body_timeout": 60.0,
                 "max_connections": 100,
+                "max_body": 32 << 20,
             },
         ),
         (
@@ -773,6 +779,7 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
                 "read_timeout": 30.0,
                 "body_timeout": 0.25,
                 "max_connections": 7,
+                "max_body": 5 << 20,
             },
         ),
     ]
@@ -805,6 +812,8 @@ def test_run_checks_its_workers():
         ({"max_connections": 0}, ValueError, "max_connections must be >= 1, not 0"),
         ({"max_connections": 2.0}, TypeError, "max_connections must be an int, not float"),
         ({"max_event": 0}, ValueError, "max_event must be >= 1, not 0"),
+        ({"max_body": 0}, ValueError, "max_body must be >= 1, not 0"),
+        ({"max_body": 1.5}, TypeError, "max_body must be an int, not float"),
     ],
 )
 def test_create_app_checks_its_settings(options, error, message):

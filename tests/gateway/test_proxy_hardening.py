@@ -10,6 +10,7 @@ against a hang (``waiting.py``), and the tests assert what happened, never how f
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -26,7 +27,7 @@ from textcalls.cli import main
 
 from ..gateway_support.upstream import LoopThread
 from ..waiting import HANG_GUARD, wait_until
-from .test_proxy_faults import Net, error_of, http, script_of, send
+from .test_proxy_faults import TOOLS, Net, chat, error_of, http, script_of, send
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +217,120 @@ def test_create_app_checks_its_metrics_token():
         proxy.create_app("http://127.0.0.1:1", metrics_token=b"token")
     with pytest.raises(ValueError, match="metrics_token must be one or more visible ASCII characters"):
         proxy.create_app("http://127.0.0.1:1", metrics_token="")
+
+
+# --- huge bodies -------------------------------------------------------------------------------------
+
+CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+
+
+def completion(text: str) -> bytes:
+    message = {"role": "assistant", "content": text}
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+    return json.dumps(
+        {"id": "c", "object": "chat.completion", "created": 0, "model": "raw", "choices": [choice]}
+    ).encode()
+
+
+def called(reply) -> list:
+    """The names of the tool calls in a ``chat.completion`` answer."""
+    assert reply.status == 200, reply
+    message = json.loads(reply.body)["choices"][0]["message"]
+    return [call["function"]["name"] for call in message.get("tool_calls") or []]
+
+
+def padded(size: int, tools=TOOLS, **headers) -> bytes:
+    """A non-streamed chat request with ``tools`` whose body is ``size`` bytes (a long user message)."""
+    body = {"model": "raw", "messages": [{"role": "user", "content": ""}], "stream": False, "tools": tools}
+    pad = size - len(json.dumps(body).encode())
+    assert pad >= 0
+    body["messages"][0]["content"] = "x" * pad
+    data = json.dumps(body).encode()
+    assert len(data) == size
+    return http("POST", "/v1/chat/completions", data, {"Content-Type": "application/json", **headers})
+
+
+def chunked(request: bytes) -> bytes:
+    """``request`` with its body sent in 1,000-byte chunks, without a Content-Length."""
+    head, body = request.split(b"\r\n\r\n", 1)
+    head = b"\r\n".join(line for line in head.split(b"\r\n") if not line.lower().startswith(b"content-length:"))
+    pieces = [body[i : i + 1000] for i in range(0, len(body), 1000)]
+    return (
+        head
+        + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces)
+        + b"0\r\n\r\n"
+    )
+
+
+def test_a_body_over_max_body_is_a_413_in_json_and_never_relayed(net, logs):
+    stub = net.upstream(script_of([completion(CALL)], framing="length", content_type="application/json"))
+    port = net.proxy(stub.url, max_body=5000)
+    for request in (padded(5001), chunked(padded(5001)), padded(2_000_000)):  # the client sends it all, then reads
+        reply = send(port, request)
+        message = error_of(reply, 413, "request_too_large")
+        assert message == "the request body is over 5000 bytes, the proxy's cap"
+        assert reply.headers["connection"].lower() == "close"
+    assert stub.requests == []
+    assert len(wait_until(lambda: [m for m in logs() if " 413 request body too large " in m] or None)) == 3
+    # at the cap, and on a path whose body is streamed upstream (not read), the body goes through
+    assert called(send(port, padded(5000))) == ["get_weather"]
+    stub.script = script_of([b"{}"], framing="length", content_type="application/json")
+    reply = send(port, http("POST", "/v1/files", b"y" * 20_000))
+    assert (reply.status, stub.requests[-1][1], len(stub.requests[-1][3])) == (200, "/v1/files", 20_000)
+
+
+def test_a_big_body_is_read_and_its_tools_made_ready_off_the_event_loop(impl, net, monkeypatch):
+    # A test-held pause in the parse of a big body's JSON, and in making the recovery's Options for its many
+    # tools: another client's request is answered meanwhile, so neither holds the event loop.
+    stub = net.upstream(script_of([completion(CALL)], framing="length", content_type="application/json"))
+    port = net.proxy(stub.url)
+    loop_thread = net.loop.thread
+    where, held, release = [], threading.Event(), threading.Event()
+    offered_tools, options = proxy._offered_tools, proxy.Options
+
+    def hold(what):
+        where.append((what, threading.current_thread() is loop_thread))
+        if threading.current_thread() is not loop_thread:  # (on the loop, holding would hang everyone)
+            held.set()
+            assert release.wait(HANG_GUARD)
+            release.clear()
+
+    def parse(body, convert=None, yielding=False):
+        if len(body) > proxy._OFF_LOOP:
+            hold("parse")
+        return offered_tools(body, convert, yielding)
+
+    def made(**kw):
+        if kw.get("tools") and len(kw["tools"]) > proxy._MANY_TOOLS:
+            hold("options")
+        return options(**kw)
+
+    monkeypatch.setattr(proxy, "_offered_tools", parse)
+    monkeypatch.setattr(proxy, "Options", made)
+    many = TOOLS + [{"type": "function", "function": {"name": f"tool_{i}"}} for i in range(proxy._MANY_TOOLS)]
+    replies = []
+    big = threading.Thread(target=lambda: replies.append(send(port, padded(proxy._OFF_LOOP + 100_000, many))))
+    big.start()
+    try:
+        for _ in ("parse", "options"):
+            assert held.wait(HANG_GUARD)
+            held.clear()
+            assert send(port, http("GET", "/healthz")).body == b"ok\n"  # answered while the big one is held
+            release.set()
+    finally:
+        release.set()
+        big.join(HANG_GUARD)
+    assert where == [("parse", False), ("options", False)]
+    assert called(replies[0]) == ["get_weather"]  # and the big one was recovered with its tools
+    assert called(send(port, chat(stream=False))) == ["get_weather"]  # a small one, on the loop as before
+
+
+def test_the_command_takes_max_body_in_mib(net):
+    stub = net.upstream(script_of([completion(CALL)], framing="length", content_type="application/json"))
+    with command("--upstream", stub.url, "--listen", "127.0.0.1:0", "--max-body", "1") as run:
+        port = run.port
+        reply = send(port, padded((1 << 20) + 1))
+        assert error_of(reply, 413, "request_too_large") == "the request body is over 1 MiB, the proxy's cap"
+        assert called(send(port, padded(1 << 20))) == ["get_weather"]
+    assert len(stub.requests) == 1
