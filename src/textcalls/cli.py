@@ -16,8 +16,11 @@ from .parse import parse
 from .proxy import (
     BODY_TIMEOUT,
     CONNECT_TIMEOUT,
+    HEAD_TIMEOUT,
     HEALTH_PATH,
+    IDLE_TIMEOUT,
     LOG_FORMATS,
+    MAX_CLIENTS,
     MAX_CONNECTIONS,
     MAX_REQUEST,
     METRICS_PATH,
@@ -98,6 +101,9 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
             "connect_timeout": _seconds("--connect-timeout", args.connect_timeout),
             "read_timeout": _seconds("--read-timeout", args.read_timeout),
             "body_timeout": _seconds("--body-timeout", args.body_timeout),
+            "head_timeout": _seconds("--head-timeout", args.head_timeout),
+            "idle_timeout": _seconds("--idle-timeout", args.idle_timeout),
+            "max_clients": None if args.max_clients is None else _count("--max-clients", args.max_clients),
             "max_connections": _count("--max-connections", args.max_connections),
             "max_body": _count("--max-body", args.max_body) << 20,
             "metrics_path": _path_flag("--metrics-path", args.metrics_path),
@@ -207,6 +213,26 @@ def main(argv: list[str] | None = None) -> int:
         default=BODY_TIMEOUT,
         metavar="SECONDS",
         help=f"seconds a client has to send its whole request body (else 408) (default {BODY_TIMEOUT:g})",
+    )
+    proxy.add_argument(
+        "--head-timeout",
+        default=HEAD_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds a client has to send a whole request head, from its connection's opening or, kept alive, "
+        f"from the next head's first byte (else the connection is closed, unanswered) (default {HEAD_TIMEOUT:g})",
+    )
+    proxy.add_argument(
+        "--idle-timeout",
+        default=IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds a kept-alive client connection may wait for its next request (default {IDLE_TIMEOUT:g})",
+    )
+    proxy.add_argument(
+        "--max-clients",
+        metavar="N",
+        help="cap on open client connections, per worker: one more closes the longest idle one, or is refused "
+        f"when all are busy (default {MAX_CLIENTS}, or what the descriptor limit, ulimit -n, leaves after "
+        "--max-connections and 32 more)",
     )
     proxy.add_argument(
         "--max-connections",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import io
 import json
@@ -46,8 +47,12 @@ __all__ = [
     "BODY_TIMEOUT",
     "CHAT_PATH",
     "CONNECT_TIMEOUT",
+    "HEAD_TIMEOUT",
     "HEALTH_PATH",
+    "IDLE_TIMEOUT",
     "LOG_FORMATS",
+    "LOG_INTERVAL",
+    "MAX_CLIENTS",
     "MAX_CONNECTIONS",
     "MAX_REQUEST",
     "MAX_RESPONSE",
@@ -86,6 +91,19 @@ READ_TIMEOUT = 600.0
 BODY_TIMEOUT = 60.0
 #: Default cap on concurrent upstream connections.
 MAX_CONNECTIONS = 100
+#: Default seconds a client has to send a whole request head: from its connection's opening, and on a kept-alive
+#: connection from the next head's first byte; past it the connection is closed, unanswered.
+HEAD_TIMEOUT = 10.0
+#: Default seconds a kept-alive client connection may stay idle, waiting for its next request.
+IDLE_TIMEOUT = 60.0
+#: Default cap on open client connections, per process; lowered to what the descriptor limit leaves (``start``).
+MAX_CLIENTS = 1024
+#: Seconds between two log lines about a run of like events: client connections refused or closed, failed accepts.
+LOG_INTERVAL = 10.0
+# Descriptors the default client cap leaves for other uses than client and upstream connections.
+_SPARE_FDS = 32
+# Failures of accept() that only say the process or system is short of descriptors or memory for now.
+_SCARCE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 #: Default paths the proxy answers itself: its metrics (Prometheus text format) and its health.
 METRICS_PATH = "/metrics"
 HEALTH_PATH = "/healthz"
@@ -439,6 +457,239 @@ class _Body:
             yield data
 
 
+class _Runs:
+    """Logs a run of like events without a line each: the first at once (``first`` with ``note``'s arguments), then
+    every ``LOG_INTERVAL`` seconds how many more came (``more``: their count and the seconds), if any; ``close``
+    tells those not told yet."""
+
+    def __init__(self, first: str, more: str) -> None:
+        self.first, self.more = first, more
+        self.count = 0  # events not told yet
+        self.since = 0.0  # when the run, or the last line about it, began
+        self.timer: asyncio.TimerHandle | None = None
+
+    def note(self, *args) -> None:
+        if self.timer is None:
+            log.warning(self.first, *args)
+            loop = asyncio.get_running_loop()
+            self.since = loop.time()
+            self.timer = loop.call_later(LOG_INTERVAL, self._tell)
+        else:
+            self.count += 1
+
+    def _tell(self) -> None:
+        self.timer = None
+        if self.count:  # the run goes on: one more line, then wait again
+            self._told()
+            self.timer = asyncio.get_running_loop().call_later(LOG_INTERVAL, self._tell)
+
+    def _told(self) -> None:
+        now = asyncio.get_running_loop().time()
+        log.warning(self.more, self.count, now - self.since)
+        self.count, self.since = 0, now
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.count:
+            self._told()
+
+
+class _Client(asyncio.Protocol):
+    """A client connection: aiohttp's protocol for it (``inner``), made once ``_Clients`` has admitted it, with
+    every event passed on; the data received while no request is in progress tells that a head has begun."""
+
+    __slots__ = ("clients", "make", "inner", "transport", "timer", "busy")
+
+    def __init__(self, clients: _Clients, make) -> None:
+        self.clients = clients
+        self.make = make  # makes aiohttp's protocol
+        self.inner: asyncio.Protocol | None = None
+        self.transport: asyncio.Transport | None = None
+        self.timer: asyncio.TimerHandle | None = None  # the head timeout, while a head is awaited
+        self.busy = 0  # requests of this connection in the app now
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        if self.clients.admit(self):
+            self.inner = self.make()
+            self.inner.connection_made(transport)
+        else:
+            transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        if not self.busy and self.timer is None:
+            self.clients.head_begun(self)
+        if self.inner is not None:
+            self.inner.data_received(data)
+
+    def eof_received(self):
+        return None if self.inner is None else self.inner.eof_received()
+
+    def connection_lost(self, exc) -> None:
+        self.clients.lost(self)
+        if self.inner is not None:
+            self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.resume_writing()
+
+
+class _Clients:
+    """The client connections of one server. Each must send a whole request head within ``head_timeout`` seconds
+    (from its opening; kept alive, from the next head's first byte), else it is closed unanswered. At most
+    ``max_clients`` are open: one more closes the longest idle (no request in the app), or is refused (closed at
+    once) when none is idle. Refusals, closings and head timeouts are logged in runs (``_Runs``)."""
+
+    def __init__(self, head_timeout: float, max_clients: int) -> None:
+        self.head_timeout = head_timeout
+        self.max_clients = max_clients
+        self.open: dict[asyncio.Transport, _Client] = {}
+        self.idle: dict[asyncio.Transport, _Client] = {}  # the open ones with no request in the app, longest idle first
+        self.refused = _Runs(
+            "client connections: all %d open are busy (--max-clients): refusing new ones",
+            "refused %d more client connections in the last %.0f s, all open ones busy",
+        )
+        self.closed = _Runs(
+            "client connections: %d open (--max-clients): closing the longest idle to let new ones in",
+            "closed %d more idle client connections in the last %.0f s to let new ones in",
+        )
+        self.timed_out = _Runs(
+            "closed a client connection that sent no whole request head within %g s (--head-timeout)",
+            "closed %d more client connections without a whole request head in the last %.0f s",
+        )
+
+    def protocol(self, make):
+        """The protocol factory of a listening socket: ``make`` makes aiohttp's protocol."""
+        return lambda: _Client(self, make)
+
+    def admit(self, client: _Client) -> bool:
+        """Whether a new connection is let in, an idle one closed to make room if need be."""
+        if len(self.open) >= self.max_clients:
+            if not self.idle:
+                self.refused.note(self.max_clients)
+                return False
+            oldest = next(iter(self.idle.values()))
+            self._forget(oldest)
+            assert oldest.transport is not None
+            oldest.transport.close()
+            self.closed.note(self.max_clients)
+        assert client.transport is not None
+        self.open[client.transport] = self.idle[client.transport] = client
+        self._time(client)
+        return True
+
+    def _time(self, client: _Client) -> None:
+        client.timer = asyncio.get_running_loop().call_later(self.head_timeout, self._expired, client)
+
+    def head_begun(self, client: _Client) -> None:
+        if client.transport in self.open:
+            self._time(client)
+
+    def _expired(self, client: _Client) -> None:
+        client.timer = None
+        if not client.busy and client.transport in self.open:
+            self._forget(client)
+            assert client.transport is not None
+            client.transport.close()
+            self.timed_out.note(self.head_timeout)
+
+    def begin(self, transport) -> _Client | None:
+        """A request of ``transport``'s connection is in the app (its head is whole)."""
+        client = self.open.get(transport)
+        if client is not None:
+            client.busy += 1
+            self.idle.pop(transport, None)
+            if client.timer is not None:
+                client.timer.cancel()
+                client.timer = None
+        return client
+
+    def end(self, client: _Client) -> None:
+        """That request has left the app."""
+        client.busy -= 1
+        if not client.busy and client.transport in self.open:
+            self.idle[client.transport] = client  # (last: it has been idle the shortest)
+
+    def lost(self, client: _Client) -> None:
+        self._forget(client)
+
+    def _forget(self, client: _Client) -> None:
+        self.open.pop(client.transport, None)  # type: ignore[arg-type]
+        self.idle.pop(client.transport, None)  # type: ignore[arg-type]
+        if client.timer is not None:
+            client.timer.cancel()
+            client.timer = None
+
+    def close(self) -> None:
+        for runs in (self.refused, self.closed, self.timed_out):
+            runs.close()
+
+
+class _ServerLog(logging.LoggerAdapter):
+    """aiohttp's server logger (``aiohttp.server``), except that a request it refuses as malformed (``bad``, its
+    ``HttpProcessingError``) is one line on the proxy's logger, not an error with its traceback."""
+
+    def __init__(self, bad: type) -> None:
+        super().__init__(logging.getLogger("aiohttp.server"), {})
+        self.bad = bad
+
+    def log(self, level, msg, *args, exc_info=None, **kwargs) -> None:
+        if isinstance(exc_info, self.bad):
+            remote = args[0] if args and "from %s" in str(msg) else None  # (aiohttp >= 3.10 says who)
+            reason = " ".join(str(getattr(exc_info, "message", "") or exc_info).split())  # its bytes are escaped
+            code = getattr(exc_info, "code", 400)
+            log.info("malformed request%s: %s %s", "" if remote is None else f" from {remote}", code, reason[:500])
+            return
+        super().log(level, msg, *args, exc_info=exc_info, **kwargs)
+
+
+def _default_clients(max_connections: int) -> int:
+    """``MAX_CLIENTS``, or what the descriptor limit leaves after ``max_connections`` and ``_SPARE_FDS`` (>= 1)."""
+    try:
+        import resource
+    except ImportError:  # no such limit to read (Windows)
+        return MAX_CLIENTS
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CLIENTS
+    return max(1, min(MAX_CLIENTS, soft - max_connections - _SPARE_FDS))
+
+
+def _runner(web, app, clients: _Clients, **kwargs):
+    """An ``AppRunner`` for ``app`` whose listening sockets (``listen``) hand every connection to ``clients``."""
+
+    class Runner(web.AppRunner):
+        def __init__(self) -> None:
+            super().__init__(app, **kwargs)
+            self.listening: list[asyncio.Server] = []
+
+        async def listen(self, host: str, port: int, reuse_port: bool) -> None:
+            loop = asyncio.get_running_loop()
+            server = await loop.create_server(
+                clients.protocol(self.server), host, port, backlog=128, reuse_port=reuse_port or None
+            )
+            self.listening.append(server)
+
+        @property
+        def addresses(self) -> list:
+            return [sock.getsockname() for server in self.listening for sock in server.sockets]
+
+        async def cleanup(self) -> None:
+            for server in self.listening:
+                server.close()  # no new connection
+            clients.close()
+            await super().cleanup()
+
+    return Runner()
+
+
 def _connect_timeout(aiohttp, e) -> bool:
     """Whether the client timeout ``e`` was opening the connection, not waiting for data."""
     cls = getattr(aiohttp, "ConnectionTimeoutError", None)  # aiohttp >= 3.10
@@ -486,6 +737,7 @@ class _Proxy:
         self.own = {path: answer for path, answer in own.items() if path is not None}  # path -> its answer
         self.metrics_path = metrics_path
         self.token = None if metrics_token is None else metrics_token.encode()  # asked of the metrics' readers
+        self.clients: _Clients | None = None  # its client connections, when ``start`` serves it
         self.session: aiohttp.ClientSession | None = None
         # one per upstream connection in use: waiting for one is bounded in time
         self.slots: asyncio.Semaphore | None = None
@@ -509,9 +761,15 @@ class _Proxy:
 
         @self.web.middleware
         async def every_target(request, handler):
-            if _origin_form(request.raw_path):
-                return await route(request)
-            return await handle(request)
+            clients = self.clients
+            client = None if clients is None else clients.begin(request.transport)
+            try:
+                if _origin_form(request.raw_path):
+                    return await route(request)
+                return await handle(request)
+            finally:
+                if client is not None:
+                    clients.end(client)  # type: ignore[union-attr]
 
         return every_target
 
@@ -933,8 +1191,43 @@ def create_app(
     ``textcalls.metrics.Metrics`` it counts in (default: its own); apps given the same one report together.
 
     Serve it with ``handler_cancellation=True`` (as ``start`` does) so that a client that
-    disconnects cancels its upstream request at once.
+    disconnects cancels its upstream request at once. The head timeout and the cap on client connections are
+    ``start``'s: served by another runner, the app has neither.
     """
+    return _app(
+        upstream,
+        native=native,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        body_timeout=body_timeout,
+        max_connections=max_connections,
+        max_body=max_body,
+        max_event=max_event,
+        stream_arguments=stream_arguments,
+        metrics_path=metrics_path,
+        health_path=health_path,
+        metrics_token=metrics_token,
+        metrics=metrics,
+    )[0]
+
+
+def _app(
+    upstream: str,
+    *,
+    native: bool = True,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+    max_body: int = MAX_REQUEST,
+    max_event: int = MAX_EVENT,
+    stream_arguments: bool = False,
+    metrics_path: str | None = METRICS_PATH,
+    health_path: str | None = HEALTH_PATH,
+    metrics_token: str | None = None,
+    metrics: Metrics | None = None,
+) -> tuple:
+    """``create_app``'s app and its ``_Proxy``."""
     upstream = check_upstream(upstream)
     check_gate(native, True)
     metrics_path = own_path("metrics_path", metrics_path)
@@ -962,7 +1255,7 @@ def create_app(
     app = proxy.web.Application(client_max_size=proxy.max_body, middlewares=[proxy.middleware])
     app.cleanup_ctx.append(proxy.session_context)
     app.router.add_route("*", "/{tail:.*}", proxy.route)
-    return app
+    return app, proxy
 
 
 async def start(
@@ -972,19 +1265,53 @@ async def start(
     port: int = 8787,
     native: bool = True,
     reuse_port: bool = False,
+    head_timeout: float = HEAD_TIMEOUT,
+    idle_timeout: float = IDLE_TIMEOUT,
+    max_clients: int | None = None,
     **options,
 ):
     """Start a proxy; return its ``aiohttp.web.AppRunner`` (``addresses``; ``await cleanup()`` stops it).
 
-    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_event``, ``stream_arguments``, the own paths,
-    ``metrics``); ``reuse_port``: bind with SO_REUSEPORT, so that other processes may serve the same port
-    (``run(workers=…)``).
+    ``options`` are ``create_app``'s (timeouts, ``max_connections``, ``max_body``, ``max_event``,
+    ``stream_arguments``, the own paths, ``metrics``); ``reuse_port``: bind with SO_REUSEPORT, so that other
+    processes may serve the same port (``run(workers=…)``).
+
+    Client connections: ``head_timeout``, seconds a client has to send a whole request head, from its
+    connection's opening or, kept alive, from the next head's first byte (else the connection is closed,
+    unanswered); ``idle_timeout``, seconds a kept-alive connection may wait for its next request;
+    ``max_clients``, the cap on open ones: one more closes the longest idle one, or is refused (closed at once)
+    when all are busy. By default ``MAX_CLIENTS``, or fewer when the descriptor limit (``ulimit -n``) leaves less
+    room after ``max_connections`` and 32 more (said in a warning). A request aiohttp refuses as malformed (400)
+    is one log line, without a traceback; refusals, closings and timeouts are logged once every ``LOG_INTERVAL``
+    seconds with their count.
     """
-    web = _aiohttp()[1]
-    runner = web.AppRunner(create_app(upstream, native=native, **options), handler_cancellation=True, access_log=None)
+    aiohttp, web = _aiohttp()
+    head_timeout = _seconds("head_timeout", head_timeout)
+    idle_timeout = _seconds("idle_timeout", idle_timeout)
+    app, proxy = _app(upstream, native=native, **options)
+    if max_clients is not None:
+        max_clients = _count("max_clients", max_clients)
+    else:
+        max_clients = _default_clients(proxy.max_connections)
+        if max_clients < MAX_CLIENTS:
+            log.warning(
+                "the descriptor limit (ulimit -n) leaves room for %d client connections at once (--max-clients)",
+                max_clients,
+            )
+    proxy.clients = clients = _Clients(head_timeout, max_clients)
+    bad = aiohttp.http_exceptions.HttpProcessingError
+    runner = _runner(
+        web,
+        app,
+        clients,
+        handler_cancellation=True,
+        access_log=None,
+        keepalive_timeout=idle_timeout,
+        logger=_ServerLog(bad),
+    )
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port, reuse_port=reuse_port or None).start()
+        await runner.listen(host, port, reuse_port)
     except BaseException:
         await runner.cleanup()
         raise
@@ -1054,6 +1381,11 @@ async def _serve(
     metrics = Metrics()
     if shared is not None:
         metrics.share(*shared)
+    accepting = _Runs(
+        "cannot accept client connections for now: %s",
+        "accepting a client connection failed %d more times in the last %.0f s",
+    )
+    _quiet_accepts(asyncio.get_running_loop(), accepting)
     runner = await start(
         upstream, host=host, port=port, native=native, reuse_port=reuse_port, metrics=metrics, **options
     )
@@ -1080,4 +1412,23 @@ async def _serve(
         await stop.wait()
         log.info("textcalls proxy stopping (SIGTERM)")
     finally:
+        accepting.close()
         await runner.cleanup()
+
+
+def _quiet_accepts(loop: asyncio.AbstractEventLoop, runs: _Runs) -> None:
+    """Make ``loop`` tell its failures to accept a connection for want of descriptors or memory (asyncio stops
+    accepting for a second, then tries again) as ``runs``, not as one ERROR with its traceback each; any other
+    trouble goes to the handler there was."""
+    previous = loop.get_exception_handler()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in _SCARCE and "socket" in context:
+            runs.note(exc)
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)

@@ -9,14 +9,17 @@ against a hang (``waiting.py``), and the tests assert what happened, never how f
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -27,7 +30,7 @@ from textcalls.cli import main
 
 from ..gateway_support.upstream import LoopThread
 from ..waiting import HANG_GUARD, wait_until
-from .test_proxy_faults import TOOLS, Net, chat, error_of, http, script_of, send
+from .test_proxy_faults import TOOLS, Net, answer, chat, error_of, http, read_reply, script_of, send
 
 
 @pytest.fixture(scope="module")
@@ -334,3 +337,261 @@ def test_the_command_takes_max_body_in_mib(net):
         assert error_of(reply, 413, "request_too_large") == "the request body is over 1 MiB, the proxy's cap"
         assert called(send(port, padded(1 << 20))) == ["get_weather"]
     assert len(stub.requests) == 1
+
+
+# --- slow heads and piles of connections -------------------------------------------------------------
+
+HALF_HEAD = b"GET /v1/models HTTP/1.1\r\nHost: proxy.test\r\nX-Slow: "
+MODELS = b'{"object": "list", "data": []}'
+
+
+def models_stub(net):
+    return net.upstream(script_of([MODELS], framing="length", content_type="application/json"))
+
+
+def half_open(port: int, n: int) -> list:
+    """``n`` connections to the proxy: every other one sends half a request head, the rest nothing at all."""
+    socks = []
+    for i in range(n):
+        socks.append(socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD))
+        if i % 2 == 0:
+            socks[-1].sendall(HALF_HEAD)
+    return socks
+
+
+def closed_unanswered(sock: socket.socket) -> bool:
+    """Whether the proxy closes ``sock`` without sending it a byte; waits for its move however long it takes,
+    failing the test as hung only past ``HANG_GUARD``."""
+    sock.settimeout(HANG_GUARD)
+    try:
+        return sock.recv(65536) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        pytest.fail(f"hung: the proxy neither closed the connection nor sent anything in {HANG_GUARD} s")
+
+
+def stop(net) -> None:
+    """Stop the stubs and proxies now (the proxies tell the counts of their runs of events as they stop)."""
+    net.close()
+    net.stubs.clear()
+    net.runners.clear()
+
+
+def told(lines: list, first: str, more: str) -> int:
+    """How many events a run of log lines told: its first line (``first``, at most one) and the counts of its
+    later lines (``more``, a regex whose group is the count)."""
+    firsts = [line for line in lines if line.startswith(first)]
+    assert len(firsts) <= 1, firsts
+    return len(firsts) + sum(int(m.group(1)) for line in lines if (m := re.match(more, line)))
+
+
+TIMED_OUT = (
+    "closed a client connection that sent no whole request head within",
+    r"closed (\d+) more client connections without a whole request head in the last",
+)
+CLOSED_IDLE = ("client connections: ", r"closed (\d+) more idle client connections in the last")
+
+
+def test_heads_not_sent_in_time_are_closed_and_other_clients_served_meanwhile(net, logs, monkeypatch):
+    monkeypatch.setattr(proxy, "LOG_INTERVAL", 3600.0)  # a run's first line, then its count when the proxy stops
+    stub = models_stub(net)
+    port = net.proxy(stub.url, head_timeout=1.0, max_clients=50)
+    attack = half_open(port, 300)
+    try:
+        replies = [send(port, http("GET", "/v1/models")) for _ in range(20)]  # while the 300 hold on
+        assert [(r.status, r.body, r.complete) for r in replies] == [(200, MODELS, True)] * 20
+        assert all(closed_unanswered(sock) for sock in attack)
+    finally:
+        for sock in attack:
+            sock.close()
+    assert [request[1] for request in stub.requests] == ["/v1/models"] * 20  # no half head reached it
+    stop(net)
+    lines = logs(logging.WARNING)
+    assert sum(line.startswith(TIMED_OUT[0] + " 1 s (--head-timeout)") for line in lines) == 1
+    assert (
+        sum(line.startswith("client connections: 50 open (--max-clients): closing the longest idle") for line in lines)
+        == 1
+    )
+    # each of the 300 closed once: for its head's timeout, or to let a newer connection in
+    assert told(lines, *TIMED_OUT) + told(lines, *CLOSED_IDLE) == 300
+    assert not any("Traceback" in line for line in lines)
+
+
+def test_a_kept_alive_connection_stalling_in_its_next_head_is_closed_an_idle_one_kept_until_the_idle_timeout(net, logs):
+    stub = models_stub(net)
+    port = net.proxy(stub.url, head_timeout=0.5, idle_timeout=2.0)
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as stalled,
+        socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as idle,
+    ):
+        for sock in (stalled, idle):
+            sock.sendall(http("GET", "/v1/models"))
+            reply = read_reply(sock)
+            assert (reply.status, reply.complete, reply.closed) == (200, True, False)
+        stalled.sendall(HALF_HEAD)
+        assert closed_unanswered(stalled)
+        assert wait_until(lambda: [m for m in logs(logging.WARNING) if m.startswith(TIMED_OUT[0] + " 0.5 s")])
+        assert closed_unanswered(idle)  # by aiohttp's keep-alive timeout: it never began a head
+    assert sum(m.startswith(TIMED_OUT[0]) for m in logs(logging.WARNING)) == 1
+    # a head sent in pieces, whole within the timeout, is answered
+    port = net.proxy(stub.url, head_timeout=5.0)
+    request = http("GET", "/v1/models")
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as sock:
+        for piece in (request[:10], request[10:25], request[25:]):
+            sock.sendall(piece)
+            time.sleep(0.1)
+        assert read_reply(sock).body == MODELS
+
+
+def test_at_the_cap_a_new_connection_closes_the_longest_idle_one(net, logs):
+    stub = models_stub(net)
+    port = net.proxy(stub.url, max_clients=4, head_timeout=60.0)
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) for _ in range(4)]
+    try:
+        assert send(port, http("GET", "/v1/models")).body == MODELS  # a fifth: the first idle one makes room
+        assert closed_unanswered(idle[0])
+        for sock in idle[1:]:  # the others are still served
+            sock.sendall(http("GET", "/v1/models"))
+            assert read_reply(sock).body == MODELS
+    finally:
+        for sock in idle:
+            sock.close()
+    assert [m for m in logs(logging.WARNING) if m.startswith("client connections:")] == [
+        "client connections: 4 open (--max-clients): closing the longest idle to let new ones in"
+    ]
+
+
+def test_when_every_open_connection_is_busy_one_more_is_refused(net, logs):
+    release = threading.Event()
+
+    async def script(request, reader, writer):
+        while request[1] == "/v1/wait" and not release.is_set():
+            await asyncio.sleep(0.01)
+        return await answer(writer, [request[1].encode()], framing="length", content_type="text/plain")
+
+    stub = net.upstream(script)
+    port = net.proxy(stub.url, max_clients=3)
+    busy = [socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) for _ in range(3)]
+    try:
+        for sock in busy:
+            sock.sendall(http("GET", "/v1/wait"))
+        assert wait_until(lambda: stub.busy == 3)
+        with socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as extra:
+            with contextlib.suppress(OSError):  # (it may be closed already)
+                extra.sendall(http("GET", "/v1/models"))
+            assert closed_unanswered(extra)
+        release.set()
+        assert [read_reply(sock).body for sock in busy] == [b"/v1/wait"] * 3
+    finally:
+        release.set()
+        for sock in busy:
+            sock.close()
+    assert send(port, http("GET", "/v1/after")).body == b"/v1/after"  # room again
+    assert [request[1] for request in stub.requests] == ["/v1/wait"] * 3 + ["/v1/after"]
+    assert [m for m in logs(logging.WARNING) if m.startswith("client connections:")] == [
+        "client connections: all 3 open are busy (--max-clients): refusing new ones"
+    ]
+
+
+BAD_REQUESTS = [
+    b"GET /x\xc3\x82 HTTP/1.1\r\nHost: x\r\n\r\n",  # a byte not allowed in a path
+    b"GET /v1/models HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n",
+    b"GET /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: x1\r\n\r\n",
+    b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + bytes(range(32)) + b"\r\n\r\n",  # TLS to a plain port
+    b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",  # a request line too long
+]
+
+
+def test_a_malformed_request_is_one_log_line_without_a_traceback(net, caplog):
+    caplog.set_level(logging.DEBUG)
+    stub = models_stub(net)
+    port = net.proxy(stub.url)
+    for data in BAD_REQUESTS:
+        assert send(port, data).status == 400
+    assert stub.connections == 0
+    lines = wait_until(
+        lambda: (
+            (found := [r for r in caplog.records if r.getMessage().startswith("malformed request")])
+            and len(found) == len(BAD_REQUESTS)
+            and found
+        )
+    )
+    for record in lines:
+        assert (record.name, record.levelno, record.exc_info) == ("textcalls.proxy", logging.INFO, None)
+        assert re.fullmatch(r"malformed request( from 127\.0\.0\.1)?: 400 \S.*", record.getMessage())
+        assert "\n" not in record.getMessage() and len(record.getMessage()) < 600
+    assert [r for r in caplog.records if r.name.startswith("aiohttp")] == []  # no traceback, nothing there
+
+
+def limit_descriptors(n: int):
+    """A ``preexec_fn`` giving the child a descriptor limit of ``n``."""
+
+    def preexec():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+    return preexec
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child's descriptor limit (setrlimit)")
+def test_at_a_256_descriptor_limit_300_half_open_connections_keep_no_client_out(net):
+    stub = models_stub(net)
+    args = ("--upstream", stub.url, "--listen", "127.0.0.1:0", "--head-timeout", "1")
+    with command(*args, patch={"LOG_INTERVAL": 3600.0}, preexec_fn=limit_descriptors(256)) as run:
+        port = run.port
+        attack = half_open(port, 300)
+        try:
+            replies = [send(port, http("GET", "/v1/models")) for _ in range(20)]
+            bad = send(port, BAD_REQUESTS[0])
+            assert all(closed_unanswered(sock) for sock in attack)
+        finally:
+            for sock in attack:
+                sock.close()
+        assert send(port, http("GET", "/v1/models")).body == MODELS  # after the attack too
+        lines = [line.split(" ", 4)[-1] for line in run.stop()]  # the messages, after time, logger and level
+    assert [(r.status, r.body) for r in replies] == [(200, MODELS)] * 20
+    assert bad.status == 400
+    assert "the descriptor limit (ulimit -n) leaves room for 124 client connections at once (--max-clients)" in lines
+    assert told(lines, *TIMED_OUT) + told(lines, *CLOSED_IDLE) == 300
+    assert sum(line.startswith("malformed request from 127.0.0.1: 400 ") for line in lines) == 1
+    assert sum(line.startswith("cannot accept client connections") for line in lines) <= 1  # a burst may pass the cap
+    assert not [line for line in lines if "Traceback" in line or "ERROR" in line]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child's descriptor limit (setrlimit)")
+def test_accepts_refused_for_want_of_descriptors_are_one_line_not_one_each(net):
+    stub = models_stub(net)
+    args = ("--upstream", stub.url, "--listen", "127.0.0.1:0", "--head-timeout", "1", "--max-clients", "1000")
+    with command(*args, patch={"LOG_INTERVAL": 3600.0}, preexec_fn=limit_descriptors(64)) as run:
+        port = run.port
+        attack = half_open(port, 120)  # more than the descriptors: the rest wait in the listening queue
+        try:
+            run.line(lambda line: "cannot accept client connections for now" in line, "the failed accepts")
+            assert all(closed_unanswered(sock) for sock in attack)  # each taken in turn, then timed out
+        finally:
+            for sock in attack:
+                sock.close()
+        assert send(port, http("GET", "/v1/models")).body == MODELS
+        lines = [line.split(" ", 4)[-1] for line in run.stop()]
+    failed = [line for line in lines if "accept" in line]
+    assert failed[0] == "cannot accept client connections for now: [Errno 24] Too many open files"
+    assert len(failed) <= 2 and all(
+        re.match(r"accepting a client connection failed \d+ more times", line) for line in failed[1:]
+    )
+    assert told(lines, *TIMED_OUT) == 120
+    assert not [line for line in lines if "Traceback" in line or "ERROR" in line]
+
+
+def test_start_checks_its_connection_settings(loop):
+    for options, error, message in [
+        ({"head_timeout": 0}, ValueError, "head_timeout must be a number of seconds > 0, not 0"),
+        ({"idle_timeout": -1.0}, ValueError, "idle_timeout must be a number of seconds > 0, not -1.0"),
+        ({"idle_timeout": "9"}, TypeError, "idle_timeout must be a number of seconds, not str"),
+        ({"max_clients": 0}, ValueError, "max_clients must be >= 1, not 0"),
+        ({"max_clients": 2.5}, TypeError, "max_clients must be an int, not float"),
+    ]:
+        with pytest.raises(error) as exc:
+            loop.run(proxy.start("http://127.0.0.1:1", host="127.0.0.1", port=0, **options))
+        assert str(exc.value) == message
