@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import errno
 import hmac
 import io
@@ -24,12 +25,14 @@ import json
 import logging
 import math
 import multiprocessing
+import os
 import signal
 import socket
+import sys
 import time
 from collections import Counter
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import _scan, messages_api, responses_api
@@ -104,6 +107,12 @@ LOG_INTERVAL = 10.0
 _SPARE_FDS = 32
 # Failures of accept() that only say the process or system is short of descriptors or memory for now.
 _SCARCE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+# run(workers=N): a worker that served this many seconds before it died is replaced at once; one that died
+# sooner, after a delay that doubles with each such death of its row, from _FIRST_DELAY up to _MAX_DELAY.
+_STABLE = 10.0
+_FIRST_DELAY = 0.5
+_MAX_DELAY = 30.0
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 #: Default paths the proxy answers itself: its metrics (Prometheus text format) and its health.
 METRICS_PATH = "/metrics"
 HEALTH_PATH = "/healthz"
@@ -1335,6 +1344,10 @@ def run(
     the kernel spreads the connections between them. It needs SO_REUSEPORT (Linux, macOS, BSD) and a
     fixed port. SIGTERM to this process stops the children too. Their metrics are shared: each counts
     in its own row of one array in shared memory, and ``/metrics`` on any of them sums the rows.
+    A child that dies is replaced, in its row (its counts stay): at once if it had served 10 s, else after
+    a delay that doubles with each such death, 0.5 s to 30 s. A child stops when this process dies, even
+    by SIGKILL: on Linux by a parent-death signal (SIGTERM), elsewhere when a pipe from this process
+    closes, and, checked every second, when its parent's pid changes.
     ``log_format`` (``LOG_FORMATS``): each process logs INFO and above to stderr as text or one JSON
     object a line (``JsonFormatter``); this one only if its logging is not configured already.
     """
@@ -1350,34 +1363,156 @@ def run(
         raise ValueError("workers > 1 needs a fixed port: each worker binds it")
     context = multiprocessing.get_context("spawn")  # no event loop or lock copied from this process
     store = context.RawArray("d", workers * SLOTS)  # the metrics: one row per worker, zeros
-    children = [
-        context.Process(
-            target=_worker, args=(upstream, host, port, native, options, log_format, (store, row)), daemon=True
-        )
-        for row in range(1, workers)
-    ]
-    for child in children:
-        child.start()
+    args = (upstream, host, port, native, options, log_format)
+    children = _Workers(context, _worker, args, store, range(1, workers))
     try:
-        asyncio.run(_serve(upstream, host, port, native, options, True, (store, 0)))
+        asyncio.run(_serve(upstream, host, port, native, options, True, (store, 0), children=children))
     finally:
-        for child in children:
-            child.terminate()  # SIGTERM: each stops as this one did
-        for child in children:
-            child.join(10)
+        children.stop()
 
 
-def _worker(upstream: str, host: str, port: int, native: bool, options: dict, log_format: str, shared: tuple) -> None:
-    """A child of ``run(workers=…)``: serve the same port until SIGTERM."""
+def _restart_delay(previous: float, lived: float) -> float:
+    """Seconds to wait before a worker that died after serving ``lived`` seconds is replaced, ``previous`` being the
+    last such delay of its row: none after a worker that served ``_STABLE`` seconds, else twice the last one, from
+    ``_FIRST_DELAY`` up to ``_MAX_DELAY`` (a worker that dies as it starts is not restarted in a loop)."""
+    if lived >= _STABLE:
+        return 0.0
+    return min(_MAX_DELAY, max(_FIRST_DELAY, 2 * previous))
+
+
+class _Workers:
+    """The children of ``run(workers=N)``, one for each row of the metrics from 1 on: ``target(*args, (store, row),
+    this process's pid)``. One that dies is replaced (``_restart_delay``), with the same row: its counts stay.
+    ``stop`` stops them (SIGTERM); each also stops when this process dies (``_worker``)."""
+
+    def __init__(self, context, target, args: tuple, store, rows: range) -> None:
+        self.context, self.target, self.args, self.store = context, target, args, store
+        self.procs: dict[int, Any] = {}  # row -> its process
+        self.born: dict[int, float] = {}  # row -> when its process started
+        self.delays = dict.fromkeys(rows, 0.0)  # row -> the last delay before a restart
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stopping = False
+        for row in rows:
+            self._start(row)
+
+    def _start(self, row: int) -> None:
+        proc = self.context.Process(target=self.target, args=(*self.args, (self.store, row), os.getpid()), daemon=True)
+        proc.start()  # (from the main thread: a parent-death signal follows the thread that forked)
+        self.procs[row], self.born[row] = proc, time.monotonic()
+        if self.loop is not None:
+            self.loop.add_reader(proc.sentinel, self._ended, row)
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Replace the workers that die from now on, on ``loop`` (this process's)."""
+        self.loop = loop
+        for row, proc in self.procs.items():
+            loop.add_reader(proc.sentinel, self._ended, row)  # readable once it has ended
+
+    def _ended(self, row: int) -> None:
+        assert self.loop is not None
+        proc = self.procs.pop(row)
+        self.loop.remove_reader(proc.sentinel)
+        proc.join()
+        pid, code = proc.pid, proc.exitcode
+        proc.close()
+        lived = time.monotonic() - self.born.pop(row)
+        delay = self.delays[row] = _restart_delay(self.delays[row], lived)
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        later = f" in {delay:g} s" if delay else ""
+        log.warning("worker %d (pid %d) %s after %.1f s: starting another%s", row, pid, how, lived, later)
+        self.loop.call_later(delay, self._restart, row)
+
+    def _restart(self, row: int) -> None:
+        if not self.stopping:
+            self._start(row)
+
+    def unwatch(self) -> None:
+        """Replace no more workers (this process is stopping)."""
+        self.stopping = True
+        if self.loop is not None:
+            for proc in self.procs.values():
+                self.loop.remove_reader(proc.sentinel)
+            self.loop = None
+
+    def stop(self) -> None:
+        """SIGTERM to every worker (each stops as this process does), and wait for them (10 s at most each)."""
+        self.stopping = True
+        for proc in self.procs.values():
+            proc.terminate()
+        for proc in self.procs.values():
+            proc.join(10)
+
+
+def _die_with_parent(parent: int) -> bool:
+    """Have Linux send this process SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``); whether the parent
+    is still ``parent`` (else it died before: nothing will come)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGTERM), *[ctypes.c_ulong(0)] * 3)
+        except (OSError, AttributeError):  # no prctl to be found: the pipe and the check below remain
+            pass
+    return os.getppid() == parent
+
+
+def _watch_parent(loop: asyncio.AbstractEventLoop, parent: int, gone) -> None:
+    """Call ``gone`` once the parent process is gone: its end of a pipe closes (``multiprocessing``'s parent
+    sentinel, where the platform has none of Linux's parent-death signal), or, checked every second, this process's
+    parent is another (it was adopted)."""
+    sentinel = getattr(multiprocessing.parent_process(), "sentinel", None)
+
+    def ended() -> None:
+        if sentinel is not None:
+            loop.remove_reader(sentinel)
+        gone()
+
+    if sentinel is not None:
+        try:
+            loop.add_reader(sentinel, ended)
+        except (NotImplementedError, ValueError, OSError):  # a loop that cannot watch it: the check alone
+            sentinel = None
+
+    def check() -> None:
+        if os.getppid() != parent:
+            ended()
+        else:
+            loop.call_later(1.0, check)
+
+    loop.call_later(1.0, check)
+
+
+def _worker(
+    upstream: str, host: str, port: int, native: bool, options: dict, log_format: str, shared: tuple, parent: int
+) -> None:
+    """A child of ``run(workers=…)``: serve the same port until SIGTERM or until its parent (``parent``) dies."""
+    if not _die_with_parent(parent):
+        return
     _log_to_stderr(log_format)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C reaches the whole process group
-        asyncio.run(_serve(upstream, host, port, native, options, True, shared))
+        asyncio.run(_serve(upstream, host, port, native, options, True, shared, parent=parent))
 
 
 async def _serve(
-    upstream: str, host: str, port: int, native: bool, options: dict, reuse_port: bool, shared: tuple | None
+    upstream: str,
+    host: str,
+    port: int,
+    native: bool,
+    options: dict,
+    reuse_port: bool,
+    shared: tuple | None,
+    *,
+    children: _Workers | None = None,
+    parent: int | None = None,
 ) -> None:
-    """Serve until SIGTERM; ``shared``: (the store, this process's row) for the metrics, or None."""
+    """Serve until SIGTERM; ``shared``: (the store, this process's row) for the metrics, or None; ``children``:
+    the workers this process replaces when they die; ``parent``: the pid of the process whose death stops this one
+    too (a worker's)."""
     metrics = Metrics()
     if shared is not None:
         metrics.share(*shared)
@@ -1407,11 +1542,24 @@ async def _serve(
                 _scan.IMPLEMENTATION,
             )
         stop = asyncio.Event()
+        why = ["SIGTERM"]
+        loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):  # no signal handlers in Windows event loops
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            loop.add_signal_handler(signal.SIGTERM, stop.set)
+        if children is not None:
+            children.watch(loop)
+        if parent is not None:
+
+            def orphaned() -> None:
+                why[0] = f"its parent process {parent} is gone"
+                stop.set()
+
+            _watch_parent(loop, parent, orphaned)
         await stop.wait()
-        log.info("textcalls proxy stopping (SIGTERM)")
+        log.info("textcalls proxy stopping (%s)", why[0])
     finally:
+        if children is not None:
+            children.unwatch()
         accepting.close()
         await runner.cleanup()
 

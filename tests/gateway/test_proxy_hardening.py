@@ -14,10 +14,14 @@ import contextlib
 import json
 import logging
 import os
+import pathlib
 import re
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import textwrap
 import threading
 import time
 
@@ -89,25 +93,34 @@ class Command:
 
 
 @contextlib.contextmanager
-def command(*args: str, env: dict | None = None, patch: dict | None = None, preexec_fn=None):
+def command(*args: str, env: dict | None = None, patch: dict | None = None, prelude: str = "", preexec_fn=None):
     """``textcalls proxy ARGS`` through ``cli.main`` in a subprocess, as a ``Command``; ``env``: more environment;
-    ``patch``: constants of ``textcalls.proxy`` set first (``LOG_INTERVAL``). Killed if still running at the end."""
-    setting = "".join(f"p.{name} = {value!r}; " for name, value in (patch or {}).items())
-    code = f"import sys, textcalls.proxy as p; {setting}from textcalls.cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "proxy", *args],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        preexec_fn=preexec_fn,
+    ``patch``: constants of ``textcalls.proxy`` (``p``) set first (``LOG_INTERVAL``); ``prelude``: code run then.
+    Both run in the command's workers too (``multiprocessing`` imports its script again, as ``__mp_main__``).
+    Killed if still running at the end."""
+    setting = "".join(f"p.{name} = {value!r}\n" for name, value in (patch or {}).items())
+    script = (
+        f"import sys\nimport textcalls.proxy as p\n{setting}{textwrap.dedent(prelude)}\n"
+        "if __name__ == '__main__':\n    from textcalls.cli import main\n\n    sys.exit(main(sys.argv[1:]))\n"
     )
-    try:
-        yield Command(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(HANG_GUARD)
-        proc.stderr.close()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "proxy_command.py")
+        with open(path, "w") as f:
+            f.write(script)
+        proc = subprocess.Popen(
+            [sys.executable, path, "proxy", *args],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            preexec_fn=preexec_fn,
+        )
+        try:
+            yield Command(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(HANG_GUARD)
+            proc.stderr.close()
 
 
 def metric(port: int, path: str, outcome: str, token: str | None = None) -> float:
@@ -595,3 +608,178 @@ def test_start_checks_its_connection_settings(loop):
         with pytest.raises(error) as exc:
             loop.run(proxy.start("http://127.0.0.1:1", host="127.0.0.1", port=0, **options))
         assert str(exc.value) == message
+
+
+# --- --workers under supervision ----------------------------------------------------------------------
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_REUSEPORT workers; /proc")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:  # --workers needs a fixed port
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def state(pid: int) -> str:
+    """A process's state letter (``Z``: a zombie, done but not reaped), or ``gone``."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def banners(run: Command, n: int) -> list:
+    """The pids of the first ``n`` processes that said they serve (JSON log lines)."""
+    found = wait_until(
+        lambda: (
+            len(pids := [entry["pid"] for entry in map(json.loads, list(run.lines)) if "proxy on" in entry["message"]])
+            >= n
+            and pids
+        ),
+        f"{n} banners",
+    )
+    return found[:n]
+
+
+def messages(run: Command) -> list:
+    """The JSON log lines so far, as (pid, message, path or None)."""
+    return [(entry["pid"], entry["message"], entry.get("path")) for entry in map(json.loads, list(run.lines))]
+
+
+def test_restart_delays_grow_while_workers_die_young_and_reset_after_one_served():
+    delays, delay = [], 0.0
+    for _ in range(9):
+        delay = proxy._restart_delay(delay, lived=1.0)
+        delays.append(delay)
+    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert proxy._restart_delay(30.0, lived=proxy._STABLE) == 0.0  # served long enough: replaced at once
+    assert proxy._restart_delay(0.0, lived=0.1) == 0.5
+
+
+@linux_only
+def test_a_killed_worker_is_replaced_by_one_serving_the_port_and_its_counts_kept(net):
+    stub = models_stub(net)
+    port = free_port()
+    args = ("--upstream", stub.url, "--listen", f"127.0.0.1:{port}", "--workers", "3", "--log-format", "json")
+    with command(*args) as run:
+        pids = banners(run, 3)
+        parent = run.proc.pid
+        assert parent in pids and len(set(pids)) == 3
+        sent = 0
+        for _ in range(30):
+            assert send(port, http("GET", "/v1/models")).body == MODELS
+            sent += 1
+
+        def logged() -> int:
+            return sum(path == "/v1/models" for _, _, path in messages(run))
+
+        assert wait_until(lambda: logged() == sent)  # counted and logged (just after each answer) before the kill
+        victim = min(pid for pid in pids if pid != parent)
+        os.kill(victim, signal.SIGKILL)
+        (new,) = [pid for pid in banners(run, 4) if pid not in pids]  # a fourth banner: the replacement
+        died = rf"worker [12] \(pid {victim}\) was killed by SIGKILL after [\d.]+ s: starting another( in [\d.]+ s)?"
+        assert [pid for pid, message, _ in messages(run) if re.fullmatch(died, message)] == [parent]
+        while new not in {pid for pid, _, path in messages(run) if path == "/v1/models"}:  # it serves the port
+            assert sent < 1000, "the new worker never served"
+            assert send(port, http("GET", "/v1/models")).body == MODELS
+            sent += 1
+        assert wait_until(lambda: logged() == sent)
+        # the counts of the killed worker stay: every request is counted, whoever answered it
+        assert metric(port, "/v1/models", "relayed") == sent
+        assert state(victim) == "gone"  # reaped by its parent
+        run.stop()
+    stopping = [pid for pid, message, _ in messages(run) if message == "textcalls proxy stopping (SIGTERM)"]
+    assert sorted(stopping) == sorted({*pids, new} - {victim})
+
+
+DIE_AS_YOU_START = """
+if __name__ == "__mp_main__":  # a worker (multiprocessing imports this script under that name): it dies as it starts
+    def _serve(*args, **kwargs):
+        raise SystemExit(3)
+
+    p._serve = _serve
+"""
+
+
+@linux_only
+def test_a_worker_that_dies_as_it_starts_is_restarted_later_each_time(net):
+    stub = models_stub(net)
+    port = free_port()
+    args = ("--upstream", stub.url, "--listen", f"127.0.0.1:{port}", "--workers", "2", "--log-format", "json")
+    with command(*args, prelude=DIE_AS_YOU_START) as run:
+        deaths = wait_until(
+            lambda: len(found := [m for _, m, _ in messages(run) if " exited with code 3 after " in m]) >= 3 and found,
+            "three deaths",
+        )
+        assert send(port, http("GET", "/v1/models")).body == MODELS  # the parent serves meanwhile
+        run.stop()
+    pattern = r"worker 1 \(pid (\d+)\) exited with code 3 after [\d.]+ s: starting another in ([\d.]+) s"
+    found = [re.fullmatch(pattern, m).groups() for m in deaths[:3]]
+    assert [float(delay) for _, delay in found] == [0.5, 1.0, 2.0]  # not a spin: each wait twice the last
+    assert len({pid for pid, _ in found}) == 3
+
+
+NO_PRCTL = """
+if __name__ == "__mp_main__":  # a worker without Linux's parent-death signal
+    p._die_with_parent = lambda parent: __import__("os").getppid() == parent
+"""
+NO_PIPE = (
+    NO_PRCTL
+    + """
+    import multiprocessing
+
+    multiprocessing.parent_process = lambda: None  # nor the pipe from its parent: its parent's pid checked alone
+"""
+)
+
+
+@linux_only
+@pytest.mark.parametrize(
+    ("prelude", "why"), [("", None), (NO_PRCTL, "gone"), (NO_PIPE, "gone")], ids=["prctl", "pipe", "getppid"]
+)
+def test_when_the_parent_is_killed_its_workers_stop_and_free_the_port(net, prelude, why):
+    stub = models_stub(net)
+    port = free_port()
+    args = ("--upstream", stub.url, "--listen", f"127.0.0.1:{port}", "--workers", "3", "--log-format", "json")
+    with command(*args, prelude=prelude) as run:
+        pids = banners(run, 3)
+        parent = run.proc.pid
+        workers = [pid for pid in pids if pid != parent]
+        for _ in range(10):
+            assert send(port, http("GET", "/v1/models")).body == MODELS
+        os.kill(parent, signal.SIGKILL)
+        assert run.proc.wait(HANG_GUARD) == -signal.SIGKILL
+
+        def refused() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD).close()
+            except ConnectionRefusedError:
+                return True
+            return False
+
+        assert wait_until(refused, "no process listening on the port")
+        assert wait_until(lambda: all(state(pid) in ("gone", "Z") for pid in workers), "the workers' ends")
+        run.reader.join(HANG_GUARD)  # stderr's end: every worker closed it
+    stopping = {pid: message for pid, message, _ in messages(run) if message.startswith("textcalls proxy stopping")}
+    assert sorted(stopping) == sorted(workers)
+    if why == "gone":
+        assert set(stopping.values()) == {f"textcalls proxy stopping (its parent process {parent} is gone)"}
+
+
+@linux_only
+def test_a_worker_asks_linux_for_a_signal_when_its_parent_dies():
+    code = (
+        "import ctypes, os\n"
+        "from textcalls.proxy import _die_with_parent\n"
+        "alive = _die_with_parent(os.getppid())\n"
+        "signal = ctypes.c_int(0)\n"
+        "ctypes.CDLL(None).prctl(2, ctypes.byref(signal), 0, 0, 0)  # PR_GET_PDEATHSIG\n"
+        "print(alive, signal.value, _die_with_parent(os.getppid() + 1))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD, check=True)
+    assert done.stdout.split() == [
+        "True",
+        str(int(signal.SIGTERM)),
+        "False",
+    ]  # (the last: a parent that is not its own)
