@@ -251,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         "--workers",
         default=1,
         metavar="N",
-        help="processes serving the port, sharing it with SO_REUSEPORT (Linux, macOS; a fixed port) (default 1)",
+        help="processes serving the port, sharing it with SO_REUSEPORT (Linux, macOS; a fixed port); one that "
+        "dies is replaced, and they all stop when this one dies (default 1)",
     )
     proxy.add_argument(
         "--metrics-path",
