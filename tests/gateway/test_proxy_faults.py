@@ -184,13 +184,6 @@ def closed_by_peer(sock: socket.socket) -> bool:
 # --- fixtures --------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def loop():
-    thread = LoopThread()
-    yield thread
-    thread.close()
-
-
 class Net:
     """Stub upstreams and proxies on the module's loop; torn down stubs first (a proxy waiting on a
     stub that stalls is then released at once)."""
@@ -214,23 +207,6 @@ class Net:
             self.loop.run(stub.stop())
         for runner in self.runners:
             self.loop.run(runner.cleanup())
-
-
-@pytest.fixture
-def net(loop):
-    n = Net(loop)
-    yield n
-    n.close()
-
-
-@pytest.fixture
-def logs(caplog):
-    caplog.set_level(logging.INFO, logger="textcalls.proxy")
-
-    def messages(level=logging.INFO):
-        return [r.getMessage() for r in caplog.records if r.name == "textcalls.proxy" and r.levelno >= level]
-
-    return messages
 
 
 def script_of(pieces, **kw):

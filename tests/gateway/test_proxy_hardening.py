@@ -32,34 +32,8 @@ pytest.importorskip("aiohttp", reason="the proxy runs on aiohttp")
 from textcalls import proxy
 from textcalls.cli import main
 
-from ..gateway_support.upstream import LoopThread
 from ..waiting import HANG_GUARD, wait_until
-from .test_proxy_faults import TOOLS, Net, answer, chat, error_of, http, read_reply, script_of, send
-
-
-@pytest.fixture(scope="module")
-def loop():
-    thread = LoopThread()
-    yield thread
-    thread.close()
-
-
-@pytest.fixture
-def net(loop):
-    n = Net(loop)
-    yield n
-    n.close()
-
-
-@pytest.fixture
-def logs(caplog):
-    """The messages the proxy logged at ``level`` or above, so far."""
-    caplog.set_level(logging.INFO, logger="textcalls.proxy")
-
-    def messages(level=logging.INFO):
-        return [r.getMessage() for r in caplog.records if r.name == "textcalls.proxy" and r.levelno >= level]
-
-    return messages
+from .test_proxy_faults import TOOLS, answer, chat, error_of, http, read_reply, script_of, send
 
 
 class Command:
