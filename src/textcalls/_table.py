@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
+from contextvars import ContextVar
+from typing import NamedTuple
 
 from ._calls import read_from
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
@@ -18,7 +20,9 @@ __all__ = [
     "STRIPPED_CLOSERS",
     "UNKNOWN_TOOLS",
     "BareLead",
+    "Note",
     "Table",
+    "explaining",
     "json_proof",
     "read_bare",
     "read_block",
@@ -29,6 +33,42 @@ __all__ = [
 ]
 
 UNKNOWN_TOOLS = ("keep_text", "drop", "accept")
+
+
+class Note(NamedTuple):
+    """What became of one piece of markup (``explaining``): its ``dialect``, the ``opener`` as written (its
+    first 60 characters), the ``calls`` it gave and ``why``, in words."""
+
+    dialect: str
+    opener: str
+    calls: list
+    why: str
+
+
+#: while ``explaining``: the notes of the blocks read in this context, else None (one lookup per block)
+_NOTES: ContextVar[list | None] = ContextVar("textcalls_notes", default=None)
+
+
+class explaining:  # (lower case: used as ``with explaining() as notes``)
+    """``with explaining() as notes``: each block the shared readers decide in this context (thread, task)
+    appends a ``Note`` to ``notes``. Both scanners call these readers, but the Cython scanner reads plain call
+    objects in one pass without them: explain with the twin's ``scan_whole`` (``textcalls recover --explain``)."""
+
+    def __enter__(self) -> list:
+        self._notes: list = []
+        self._token = _NOTES.set(self._notes)
+        return self._notes
+
+    def __exit__(self, *exc) -> None:
+        _NOTES.reset(self._token)
+
+
+def _note(dialect: str, opener: str, calls, why: str) -> None:
+    notes = _NOTES.get()
+    if notes is not None:
+        notes.append(Note(dialect, opener[:60], list(calls or ()), why))
+
+
 #: the ``dialect`` of a bare JSON call (``ToolCall.dialect``)
 BARE_JSON = "bare_json"
 CALLS_IN_REASONING = ("auto", "ignore", "extract")
@@ -121,7 +161,9 @@ def read_whole(table: Table, text: str, ctx: Context):
     for grammar, dialect in zip(table.whole, table.whole_dialects, strict=True):
         calls = grammar(text, ctx)
         if calls:
+            _note(dialect, text, calls, "the whole message read as calls")
             return read_from(calls, dialect)
+    _note(",".join(table.whole_dialects), text, None, "the message is no whole-message call: it stays text")
     return None
 
 
@@ -129,15 +171,27 @@ def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unkno
     """The calls of a finished block of kind ``k``, or ``None`` when its text stays (not a call, or a
     call of a tool that was not offered while ``unknown_tools`` is ``"keep_text"``)."""
     calls = table.grammars[k](opener, body, ctx)
+    dialect = table.blocks[k].dialect
     if calls:
-        read_from(calls, table.blocks[k].dialect)
+        read_from(calls, dialect)
     if calls is None or not ctx.has_tools or unknown_tools == "accept":
+        _note(dialect, opener, calls, _block_why(calls))
         return calls
     if all(ctx.known(c.name) for c in calls):
+        _note(dialect, opener, calls, _block_why(calls))
         return calls
+    unknown = sorted({c.name for c in calls if not ctx.known(c.name)})
     if unknown_tools == "keep_text":
+        _note(dialect, opener, None, f"names a tool not offered ({', '.join(unknown)}): it stays text (unknown_tools)")
         return None
+    _note(dialect, opener, None, f"calls of tools not offered dropped ({', '.join(unknown)}; unknown_tools)")
     return [c for c in calls if ctx.known(c.name)]
+
+
+def _block_why(calls) -> str:
+    if calls is None:
+        return "its body is no call the dialect's grammar reads: the block stays text"
+    return "read as calls" if calls else "malformed (a call's markup, no call in it): removed, no call"
 
 
 #: Dialects whose closer is a special token that servers strip (``markers.Block.stripped_closer``): a block
@@ -167,23 +221,33 @@ def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context
     their own closing tag before the cut are kept (of offered tools, when tools are given)."""
     block = table.blocks[k]
     cut: list | None = [] if truncated else None  # what a body that is no call gives
+    gone = "removed, no call (the output was cut)" if truncated else "it stays text"
     if truncated and block.closer is not None:
         # the calls of a block of several calls that ended with their own closing tags before the cut
         head = finished_calls(block.grammar, body)
         calls = None if head is None else table.grammars[k](opener, head, ctx)
         if calls and all(ctx.known(c.name) for c in calls):
+            _note(block.dialect, opener, calls, "cut before its closer: the calls that ended before the cut")
             return read_from(calls, block.dialect)
+        _note(block.dialect, opener, None, "cut before its closer (the output was cut): removed, no call")
         return cut
     if not ctx.has_tools and not block.stripped_closer:
+        _note(block.dialect, opener, None, f"no closer before the end, and no tools to check the call: {gone}")
         return cut
     first = _NONBLANK.search(body)
     if first is not None and body[first.start()] not in "{[" and ends_in_value(body):
+        _note(block.dialect, opener, None, f"the message ended inside a value, which may be cut: {gone}")
         return cut
     grammar = table.grammars[k]
     for ending in ("",) if truncated else _ENDINGS:
         calls = grammar(opener, body + ending, ctx)
         if calls:
-            return read_from(calls, block.dialect) if all(ctx.known(c.name) for c in calls) else cut
+            if all(ctx.known(c.name) for c in calls):
+                _note(block.dialect, opener, calls, "no closer before the end: read as calls (a complete body)")
+                return read_from(calls, block.dialect)
+            _note(block.dialect, opener, None, f"no closer before the end, and it names a tool not offered: {gone}")
+            return cut
+    _note(block.dialect, opener, None, f"no closer before the end, and its body is no complete call: {gone}")
     return cut
 
 
@@ -471,6 +535,8 @@ def _bare_value(text: str, ctx: Context):
     from .dialects.jsonlike import bare_calls
 
     calls = bare_calls(text, ctx)
+    if calls is not None:
+        _note(BARE_JSON, text, calls, "bare JSON calls of offered tools, alone on their lines")
     return None if calls is None else read_from(calls, BARE_JSON)
 
 

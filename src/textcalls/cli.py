@@ -1,8 +1,10 @@
-"""The ``textcalls`` command: ``textcalls recover [FILE]``, ``textcalls proxy --upstream URL``."""
+"""The ``textcalls`` command: ``textcalls recover [FILE]``, ``textcalls dialects``, ``textcalls proxy --upstream
+URL``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -10,8 +12,13 @@ import re
 import sys
 from typing import Any
 
-from . import IMPLEMENTATION, __version__
+from . import IMPLEMENTATION, __version__, _scan_py
+from ._apis import chat_tools
+from ._table import explaining
+from .markers import BLOCKS, DIALECTS, EXAMPLES, MARKERS
+from .messages_api import convert_tools as messages_convert
 from .openai import recover_response
+from .options import Options
 from .parse import parse
 from .proxy import (
     BODY_TIMEOUT,
@@ -29,6 +36,7 @@ from .proxy import (
     check_token,
     own_path,
 )
+from .responses_api import convert_tools as responses_convert
 from .sse import SSERecovery
 
 # An SSE capture opens (after a BOM and blank lines) with a field or a comment, and has a data: line.
@@ -36,20 +44,106 @@ _SSE_START = re.compile(rb"(?:\xef\xbb\xbf)?[\r\n]*(?::|(?:data|event|id|retry)(
 _SSE_DATA = re.compile(rb"(?:^|[\r\n])data:")
 
 
-def _recover(text: str, *, native: bool, has_tools: bool) -> dict:
+def _recover(text: str, *, native: bool, has_tools: bool, options: Options) -> dict:
     """A ``chat.completion`` object is recovered as a response; anything else as model text."""
-    if text.lstrip().startswith("{"):
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and isinstance(obj.get("choices"), list):
-            return recover_response(obj, native=native, has_tools=has_tools)
-    parsed = parse(text)
+    obj = _completion(text)
+    if obj is not None:
+        return recover_response(obj, native=native, has_tools=has_tools, options=options)
+    parsed = parse(text, options=options)
     result = {"content": parsed.content, "tool_calls": [call.to_openai() for call in parsed.calls]}
     if parsed.reasoning:
         result["reasoning_content"] = parsed.reasoning
     return result
+
+
+def _completion(text: str) -> dict | None:
+    """``text`` read as a ``chat.completion`` object (JSON with ``choices``), else None."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("choices"), list) else None
+
+
+def _tools(path: str) -> list:
+    """The function tools of a file (a JSON array of tools, or a request body holding ``tools``) as chat tools:
+    chat, Responses or Messages shaped, told apart by the first function tool's shape."""
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"--tools: cannot read {path} as JSON: {e}") from None
+    tools = value.get("tools") if isinstance(value, dict) else value
+    if not isinstance(tools, list):
+        raise ValueError(f"--tools: {path} holds no tools (a JSON array of tools, or an object with a tools array)")
+    first = next((t for t in tools if isinstance(t, dict)), {})
+    convert = (
+        chat_tools
+        if "function" in first
+        else responses_convert
+        if first.get("type") == "function"
+        else messages_convert
+    )
+    functions, why = convert(tools)
+    if why is not None:
+        raise ValueError(f"--tools: {why} ({path})")
+    return functions
+
+
+def _content_texts(data: bytes) -> list:
+    """The assistant text of each choice of an SSE capture of ``chat.completion.chunk`` events, by index."""
+    texts: dict = {}
+    for line in data.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        try:
+            chunk = json.loads(line[5:])
+        except ValueError:
+            continue
+        for choice in chunk.get("choices") or () if isinstance(chunk, dict) else ():
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(content, str):
+                texts[choice.get("index", 0)] = texts.get(choice.get("index", 0), "") + content
+    return [texts[i] for i in sorted(texts, key=str)]
+
+
+def _explain(texts: list, options: Options) -> list:
+    """What became of each piece of markup in each text (``_table.Note``), read by the twin scanner, whose
+    answers are the extension's (the extension reads plain call objects without the shared readers)."""
+    out = []
+    for i, text in enumerate(texts):
+        with explaining() as notes:
+            parsed = _scan_py.scan_whole(text, options)
+        kept = {id(call) for call in parsed.calls}
+        for note in notes:
+            why = note.why
+            if note.calls and not any(id(call) in kept for call in note.calls):
+                why += "; not kept: read inside reasoning (calls_in_reasoning), or replaced by a later reading"
+            calls = [{"name": c.name, "arguments": c.arguments} for c in note.calls]
+            out.append({"text": i, "dialect": note.dialect, "opener": note.opener, "calls": calls, "why": why})
+        if not notes:
+            out.append({"text": i, "dialect": None, "opener": "", "calls": [], "why": _nothing_read(options)})
+    return out
+
+
+def _nothing_read(options: Options) -> str:
+    off = [name for name, on in DIALECTS.items() if not on and name not in (options.formats or ())]
+    hints = ["no tool-call markup was read: the text is all content"]
+    if not options.ctx.has_tools:
+        hints.append("bare JSON calls are read only with the request's tools (--tools)")
+    hints.append(f"off by default, enabled with --formats: {', '.join(off)}")
+    hints.append("markup inside a markdown code fence is text (--no-code-fences reads it)")
+    return "; ".join(hints)
+
+
+def _print_explained(notes: list) -> None:
+    for note in notes:
+        where = f"[{note['dialect']}] {note['opener']!r}: " if note["dialect"] else ""
+        calls = "".join(f" -> {c['name']}({c['arguments']})" for c in note["calls"])
+        sys.stderr.write(f"textcalls: text {note['text']}: {where}{note['why']}{calls}\n")
 
 
 def _is_sse(data: bytes) -> bool:
@@ -134,6 +228,16 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command; its exit status (2 for bad input, as argparse exits)."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader went away (``textcalls dialects | head``): not an error of ours
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="textcalls", description="Recover tool calls written as text markup.")
     parser.add_argument("--version", action="version", version=f"textcalls {__version__} ({IMPLEMENTATION})")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -155,6 +259,66 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the request offered no tools: a response passes through unchanged",
     )
+    recover.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="the request's tools: a JSON array of tools (chat, Responses or Messages shaped) or a request body "
+        "holding one. Bare JSON calls are read only with them, a call of a tool not offered stays text, and a "
+        "block the message ends inside is a call when it names one",
+    )
+    recover.add_argument(
+        "--explain",
+        action="store_true",
+        help="say, for each piece of markup, the dialect read and the call, or why it stayed text or was "
+        "removed (on stderr; with --json, in the output's explain field)",
+    )
+    recover.add_argument("--json", action="store_true", help="with --explain: the notes as a JSON field, not on stderr")
+    recover.add_argument(
+        "--stream-arguments",
+        action="store_true",
+        help="an SSE capture: send each text call's arguments in pieces as the model wrote them",
+    )
+    recover.add_argument(
+        "--formats",
+        metavar="NAMES",
+        help="the dialects read, comma-separated (default: those on by default; see 'textcalls dialects'); "
+        "'+NAME' adds one to the defaults",
+    )
+    recover.add_argument(
+        "--unknown-tools",
+        choices=("keep_text", "drop", "accept"),
+        default="keep_text",
+        help="with --tools, a call of a tool not offered: keep its block as text (default), drop it, or accept it",
+    )
+    recover.add_argument(
+        "--calls-in-reasoning",
+        choices=("auto", "ignore", "extract"),
+        default="auto",
+        help="calls written inside <think> (default auto: kept when no call follows the reasoning)",
+    )
+    recover.add_argument(
+        "--reasoning-started",
+        action="store_true",
+        help="the prompt opened the reasoning (the chat template ended with <think>): the text starts inside it",
+    )
+    recover.add_argument(
+        "--prompt-tail",
+        metavar="TEXT",
+        default="",
+        help="the end of the rendered prompt (a template that opened a reasoning span or a call block)",
+    )
+    recover.add_argument(
+        "--no-code-fences",
+        action="store_true",
+        help="read markup inside markdown code fences too (by default it is text)",
+    )
+    listing = commands.add_parser(
+        "dialects",
+        help="list the dialects read, each with an example and the call it gives",
+        description="The dialects textcalls reads, in table order: on or off by default, their openers, and one "
+        "example each with the call it gives.",
+    )
+    listing.add_argument("--json", action="store_true", help="one JSON array instead of text")
     proxy = commands.add_parser(
         "proxy",
         help="run an OpenAI-compatible reverse proxy that recovers the calls (needs textcalls[proxy])",
@@ -284,6 +448,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "proxy":
         return _proxy(args, proxy)
+    if args.command == "dialects":
+        return _dialects(args.json)
+    if args.json and not args.explain:
+        recover.error("--json goes with --explain")
+    try:
+        options = _options(args)
+    except (TypeError, ValueError) as e:
+        recover.error(str(e))
     try:
         if args.file is None:
             data = sys.stdin.buffer.read()
@@ -295,15 +467,105 @@ def main(argv: list[str] | None = None) -> int:
             text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except (OSError, UnicodeDecodeError) as e:
         parser.exit(2, f"textcalls: error: cannot read {args.file or 'stdin'}: {e}\n")
+    has_tools = not args.no_tools
     if sse:
-        recovery = SSERecovery(native=args.native, has_tools=not args.no_tools)
+        recovery = SSERecovery(native=args.native, has_tools=has_tools, options=options)
         sys.stdout.buffer.write(recovery.feed(data) + recovery.close())
         sys.stdout.flush()
+        if args.explain:
+            _print_explained(_explain(_content_texts(data), options))
         return 0
-    result = _recover(text, native=args.native, has_tools=not args.no_tools)
+    result = _recover(text, native=args.native, has_tools=has_tools, options=options)
+    if args.explain:
+        completion = _completion(text)
+        texts = [text] if completion is None else _choice_texts(completion)
+        notes = _explain(texts, options)
+        if args.json:
+            result["explain"] = notes
+        else:
+            _print_explained(notes)
     json.dump(result, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")
     return 0
+
+
+def _options(args) -> Options:
+    """The recovery options the flags give (``Options`` checks them: TypeError or ValueError)."""
+    formats = None
+    if args.formats is not None:
+        names = [n.strip() for n in args.formats.split(",") if n.strip()]
+        if any(n.startswith("+") for n in names):
+            formats = [n for n, on in DIALECTS.items() if on] + [n.lstrip("+") for n in names]
+        else:
+            formats = names
+    tools = _tools(args.tools) if args.tools is not None else None
+    if tools is not None and args.no_tools:
+        raise ValueError("--tools and --no-tools contradict each other")
+    return Options(
+        formats=formats,
+        tools=tools,
+        unknown_tools=args.unknown_tools,
+        calls_in_reasoning=args.calls_in_reasoning,
+        code_fences=not args.no_code_fences,
+        reasoning_started=args.reasoning_started,
+        stream_arguments=args.stream_arguments,
+        prompt_tail=args.prompt_tail,
+    )
+
+
+def _choice_texts(completion: dict) -> list:
+    """The message content of each choice of a ``chat.completion`` (``""`` where there is none)."""
+    texts = []
+    for choice in completion["choices"]:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        texts.append(content if isinstance(content, str) else "")
+    return texts
+
+
+def _dialects(as_json: bool) -> int:
+    """``textcalls dialects``: each dialect, on or off by default, its openers and markers, one example."""
+    rows: list[dict[str, Any]] = []
+    for name, on in DIALECTS.items():
+        example = EXAMPLES[name]
+        formats = [n for n, enabled in DIALECTS.items() if enabled] + ([] if on else [name])
+        parsed = parse(example, formats=formats, tools=_EXAMPLE_TOOLS)
+        rows.append(
+            {
+                "dialect": name,
+                "default": on,
+                "openers": sorted({b.opener for b in BLOCKS if b.dialect == name}),
+                "markers": sorted({m.literal for m in MARKERS if m.dialect == name}),
+                "example": example,
+                "calls": [{"name": c.name, "arguments": c.arguments} for c in parsed.calls],
+                "reasoning": parsed.reasoning,
+            }
+        )
+    if as_json:
+        json.dump(rows, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for row in rows:
+        state = "on" if row["default"] else "off (--formats +" + row["dialect"] + ")"
+        sys.stdout.write(f"{row['dialect']}  [{state}]\n")
+        if row["openers"] or row["markers"]:
+            sys.stdout.write(f"  opens with: {', '.join(row['openers'] + row['markers'])}\n")
+        sys.stdout.write("  example:    " + row["example"].replace("\n", "\n              ") + "\n")
+        gives = "; ".join(f"{c['name']}({c['arguments']})" for c in row["calls"]) or f"reasoning {row['reasoning']!r}"
+        sys.stdout.write(f"  gives:      {gives}\n\n")
+    return 0
+
+
+#: the tool the dialects' examples call
+_EXAMPLE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 
 
 if __name__ == "__main__":

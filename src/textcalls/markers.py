@@ -152,6 +152,53 @@ DIALECTS: dict[str, bool] = {
     "pythonic_message": False,  # the whole message is a pythonic call list [f(a=1), g()]
 }
 
+#: One example of each dialect, as a model writes it: each calls ``get_weather`` with ``{"city": "Paris"}``
+#: (``reasoning``: a reasoning span, no call). ``textcalls dialects`` shows them, the docs' dialect reference is
+#: made from them, and a test reads each with its dialect enabled (``tests/unit/test_dialects.py``).
+EXAMPLES: dict[str, str] = {
+    "reasoning": "<think>The user wants the weather in Paris.</think>It is sunny in Paris.",
+    HERMES: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+    "seed_oss": "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
+    "</seed:tool_call>",
+    DEEPSEEK: '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}'
+    "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "deepseek_dsml": '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+    '<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    "</｜DSML｜function_calls>",
+    "kimi_k2": "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+    '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+    "kimi_k3": '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" '
+    'type="string"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>',
+    "minimax_m2": '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+    "</invoke>\n</minimax:tool_call>",
+    "minimax_m1": '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_calls>',
+    "mistral": '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+    "gemma4": '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+    "function_gemma": "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>",
+    "lfm2": "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>",
+    "olmo3": '<function_calls>get_weather(city="Paris")</function_calls>',
+    "llama4": '<|python_start|>[get_weather(city="Paris")]<|python_end|>',
+    "llama3": '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>',
+    "granite3": '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+    "internlm": '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Paris"}}<|action_end|>',
+    "command_r": '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]<|END_ACTION|>',
+    "nemotron": '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</TOOLCALL>',
+    "step3": '<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="get_weather">'
+    '<steptml:parameter name="city">Paris</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>',
+    "functionary": '<function=get_weather>{"city": "Paris"}</function>',
+    "longcat": '<longcat_tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</longcat_tool_call>',
+    "apertus": '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>',
+    "wrappers": '<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>',
+    "harmony": "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+    '{"city": "Paris"}<|call|>',
+    "lmstudio": '[TOOL_REQUEST]{"name": "get_weather", "arguments": {"city": "Paris"}}[END_TOOL_REQUEST]',
+    "bracket_tool_call": '[TOOL_CALL]\n{tool => "get_weather", args => {\n  --city "Paris"\n}}\n[/TOOL_CALL]',
+    "harmony_text": 'commentary to=functions.get_weather json{"city": "Paris"}',
+    "phi4_mini": 'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+    "json_message": '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+    "pythonic_message": '[get_weather(city="Paris")]',
+}
+
 # value tags (Block.values): the XML dialects' parameter values, Gemma's quoted strings, Kimi K3's arguments
 _QWEN_VALUES = (("<parameter=", "</parameter>"),)
 _HERMES_VALUES = (*_QWEN_VALUES, ("<arg_value>", "</arg_value>"))  # Qwen3-Coder XML and GLM in <tool_call>

@@ -643,3 +643,20 @@ def test_each_family_owns_its_grammars_and_gathering_refuses_a_name_given_twice(
     assert {b.grammar for b in BLOCKS} <= set(GRAMMARS)
     with pytest.raises(ValueError, match=r"grammar names given twice: \['deepseek'\]"):
         _gathered(jsonlike.GRAMMARS, {"deepseek": xml.dsml})
+
+
+@pytest.mark.parametrize("dialect", list(__import__("textcalls").DIALECTS))
+def test_each_dialect_s_example_reads_with_that_dialect_alone(impl, tc, dialect):
+    """``markers.EXAMPLES`` (what ``textcalls dialects`` and the docs show): one per dialect, read with only that
+    dialect enabled as the call of get_weather with {"city": "Paris"} (the reasoning example: a span)."""
+    from textcalls.markers import EXAMPLES
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    parsed = tc.parse(EXAMPLES[dialect], formats=[dialect], tools=tools)
+    if dialect == "reasoning":
+        assert (parsed.calls, parsed.reasoning) == ([], "The user wants the weather in Paris.")
+        return
+    assert [(c.name, json.loads(c.arguments), c.dialect) for c in parsed.calls] == [
+        ("get_weather", {"city": "Paris"}, dialect)
+    ]
+    assert parsed.content == ""
