@@ -47,3 +47,11 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.run("cython-lint", "ext")
     session.run("mypy")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs site, warnings as errors (as .ci/run builds it)."""
+    session.install(".[docs]")
+    site = str(session.create_tmp())
+    session.run("mkdocs", "build", "--strict", "--site-dir", site, env={"NO_MKDOCS_2_WARNING": "1"})

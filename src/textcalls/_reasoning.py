@@ -1,5 +1,5 @@
 """The reasoning side of a scrubber, shared by both scanners: cold code, run inside ``<think>`` spans and
-when a span's call blocks are decided (``calls_in_reasoning``, README "Reasoning")."""
+when a span's call blocks are decided (``calls_in_reasoning``, docs/scanning.md, Reasoning)."""
 
 from __future__ import annotations
 

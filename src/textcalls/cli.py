@@ -523,8 +523,10 @@ def _choice_texts(completion: dict) -> list:
     return texts
 
 
-def _dialects(as_json: bool) -> int:
-    """``textcalls dialects``: each dialect, on or off by default, its openers and markers, one example."""
+def dialect_rows() -> list[dict[str, Any]]:
+    """Each dialect in table order (``markers.DIALECTS``): ``dialect``, ``default`` (on or off), ``openers`` and
+    ``markers`` (``markers.BLOCKS``, ``markers.MARKERS``), its ``example`` (``markers.EXAMPLES``) and the ``calls``
+    (``reasoning``) ``parse`` reads in it. ``textcalls dialects`` prints them; the docs' reference is made of them."""
     rows: list[dict[str, Any]] = []
     for name, on in DIALECTS.items():
         example = EXAMPLES[name]
@@ -541,6 +543,12 @@ def _dialects(as_json: bool) -> int:
                 "reasoning": parsed.reasoning,
             }
         )
+    return rows
+
+
+def _dialects(as_json: bool) -> int:
+    """``textcalls dialects``: each dialect, on or off by default, its openers and markers, one example."""
+    rows = dialect_rows()
     if as_json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")

@@ -26,7 +26,7 @@ PATHS = (
     "/v1/models",
     "other",
 )
-#: The ``outcome`` label of a request (see the README, The proxy).
+#: The ``outcome`` label of a request (docs/proxy.md).
 OUTCOMES = ("recovered", "rewritten", "unchanged", "relayed", "broken", "client_gone", "error")
 #: The ``body`` label of recovered calls: a non-streamed JSON answer or an event stream.
 BODIES = ("json", "sse")

@@ -247,7 +247,7 @@ class JsonFormatter(logging.Formatter):
     """Formats a log record as one line of JSON: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``pid``,
     ``message``, the traceback as ``exception`` if any; and for the proxy's line about a request, its
     fields: ``method``, ``path``, ``status``, ``upstream_status``, ``outcome``, ``detail``, ``calls``,
-    ``bytes``, ``duration_ms``, ``first_byte_ms`` (see the README, The proxy)."""
+    ``bytes``, ``duration_ms``, ``first_byte_ms`` (docs/proxy.md)."""
 
     def format(self, record: logging.LogRecord) -> str:
         when = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")

@@ -794,7 +794,7 @@ def _gen_text(g: G, opts: dict) -> str:
     return "".join(piece(g) for _ in range(n))
 
 
-#: the grammars of JSON-bodied calls (README, "In a gateway"): their pieces are slices of the text
+#: the grammars of JSON-bodied calls (docs/gateway.md): their pieces are slices of the text
 JSON_BODIED = {"hermes", "deepseek", "kimi_k2", "function", "mistral", "dsml_toolcall"}
 #: the grammars whose calls stream with ``stream_arguments``: those, with Qwen3-Coder XML or GLM bodies in the
 #: ``hermes`` and ``function`` blocks too, and the blocks of XML calls
@@ -1077,7 +1077,7 @@ def masked(event: tuple) -> tuple:
     return (*event[:2], mask(event[2]), *event[3:]) if event and event[0] == "started" else event
 
 
-#: a streamed call's pieces trail the text fed by at most this many characters (README, the API table)
+#: a streamed call's pieces trail the text fed by at most this many characters (docs/api.md)
 LAG = 64
 
 
@@ -1088,7 +1088,7 @@ def block_grammar(text: str, at: int) -> str | None:
 
 
 def event_faults(label: str, run: dict, text: str, streams: bool, impl: str) -> list:
-    """The rules of ``take_events`` (README, the API table's ``StreamScrubber``) that ``run`` breaks. Without
+    """The rules of ``take_events`` (docs/api.md, ``StreamScrubber``) that ``run`` breaks. Without
     ``stream_arguments`` there are no events and ``abandoned`` is 0. With it: per call, ``started``, then
     ``arguments`` (non-empty pieces), then ``ended`` or ``abandoned``; one call open at a time, none after the
     flush; an ended call is ``calls[index]``, with that id and name, and its pieces join to its arguments
@@ -1635,7 +1635,7 @@ def reference(mod, case: dict, native: bool) -> tuple:
 
 
 def reference_streamed(mod, case: dict, native: bool) -> tuple:
-    """``reference`` with ``stream_arguments=True`` (README, "In a gateway"): per choice a scrubber with the
+    """``reference`` with ``stream_arguments=True`` (docs/gateway.md): per choice a scrubber with the
     option, fed every delta, its events read in order. A call that starts while the gate allows streams: it
     takes the next index at once and goes on to its end whatever comes meanwhile; one that starts while the
     gate stops calls is not sent. The calls no streamed call's ``ended`` covers go whole, in their place (before
@@ -1917,7 +1917,7 @@ def structured_call(call: dict) -> bool:
 
 def check_streamed(where, name, case, native, out, off, kinds, counts) -> list:
     """``stream_arguments=True`` (``out``) against the option off on the same chunks (``off``), per choice
-    (README, "In a gateway"): every entry fits a client's rebuild; content and reasoning are the same; the calls
+    (docs/gateway.md): every entry fits a client's rebuild; content and reasoning are the same; the calls
     sent are those ``reference_streamed`` says, in index order, a streamed one's first entry with empty
     arguments; with the abandoned ones taken out (each left its partial call at its index, as sent) the calls
     rebuilt are the option off's, ids masked -- but for the one call streaming when a structured call closed
