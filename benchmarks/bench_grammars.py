@@ -104,3 +104,38 @@ def test_big_write_file(bench, name):
     (call,) = parse(text).calls  # the same call in every dialect
     assert json.loads(call.arguments) == _ARGS
     bench(f"write-{name}", parse, text)
+
+
+# --- the same call, its content code dense in "<" and quotes (issue 31): what XML values and Gemma strings read ----
+
+_LINE = "return x < 3 and '<tag>' != \"q\" or y <= z  # a <b> c"  # (no layout for the XML values' trim to take)
+_DENSE = "\n".join([_LINE] * ((1 << 18) // (len(_LINE) + 1)))
+_DENSE_ARGS = {"path": "a.py", "content": _DENSE}
+_Q = '<|"|>'
+WRITE_DENSE = {
+    "hermes": "<tool_call>" + json.dumps({"name": "write_file", "arguments": _DENSE_ARGS}) + "</tool_call>",
+    "qwen3_coder": "<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n<parameter=content>\n"
+    + _DENSE
+    + "\n</parameter>\n</function>\n</tool_call>",
+    "glm": "<tool_call>write_file\n<arg_key>path</arg_key>\n<arg_value>a.py</arg_value>\n<arg_key>content</arg_key>\n"
+    "<arg_value>" + _DENSE + "</arg_value>\n</tool_call>",
+    "minimax": '<minimax:tool_call>\n<invoke name="write_file">\n<parameter name="path">a.py</parameter>\n'
+    '<parameter name="content">' + _DENSE + "</parameter>\n</invoke>\n</minimax:tool_call>",
+    "dsml": f'<{B}DSML{B}function_calls>\n<{B}DSML{B}invoke name="write_file">\n'
+    f'<{B}DSML{B}parameter name="path" string="true">a.py</{B}DSML{B}parameter>\n'
+    f'<{B}DSML{B}parameter name="content" string="true">' + _DENSE + f"</{B}DSML{B}parameter>\n"
+    f"</{B}DSML{B}invoke>\n</{B}DSML{B}function_calls>",
+    "lfm2": "<|tool_call_start|>[write_file(path='a.py', content=" + repr(_DENSE) + ")]<|tool_call_end|>",
+    "gemma4": f"<|tool_call>call:write_file{{path:{_Q}a.py{_Q},content:{_Q}" + _DENSE + f"{_Q}}}<tool_call|>",
+}
+for name in WRITE_DENSE:
+    if name != "hermes":
+        ratio(f"256 KiB write_file, '<'-dense code: {name} / Hermes", f"dense-{name}", "dense-hermes", "<= 3")
+
+
+@pytest.mark.parametrize("name", WRITE_DENSE)
+def test_big_write_file_of_dense_code(bench, name):
+    text = WRITE_DENSE[name]
+    (call,) = parse(text).calls  # the same call in every dialect
+    assert json.loads(call.arguments) == _DENSE_ARGS, name
+    bench(f"dense-{name}", parse, text)

@@ -545,3 +545,22 @@ def test_a_gemma_body_of_too_many_nodes_is_malformed_but_long_strings_are_not(im
     code = "x = f(a, [b], {c: d})\n" * 2000  # thousands of , : { [ inside a quoted string: no nodes
     (call,) = gemma('content:<|"|>' + code + '<|"|>').calls
     assert json.loads(call.arguments) == {"content": code}
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    quote=st.sampled_from(['<|"|>', "<escape>"]),
+    parts=st.lists(
+        st.sampled_from(["Q", ",", ":", "{", "[", "a", " ", "<", "|", '"', ">", "<|", "escape>"]), max_size=30
+    ),
+    cap=st.integers(0, 6),
+)
+def test_notation_nodes_are_counted_outside_strings_paired_from_the_start(quote, parts, cap):
+    # issue 31: counted over the text outside the strings only (str.split), as the strings' regex removal counted them
+    import re
+
+    from textcalls.dialects.jsonlike import too_many_nodes
+
+    text = "".join(quote if p == "Q" else p for p in parts)
+    outside = re.sub(re.escape(quote) + ".*?" + re.escape(quote), "", text, flags=re.S)
+    assert too_many_nodes(text, quote, ",:{[", cap) == (sum(map(outside.count, ",:{[")) > cap)

@@ -940,3 +940,85 @@ def test_a_closer_inside_a_json_string_stays_data(impl, tc):
     text = '<tool_call>{"name": "edit", "arguments": {"old": "</tool_call>"}}</tool_call> after'
     p = tc.parse(text, tools=EDIT)
     assert ([json.loads(c.arguments) for c in p.calls], p.content) == ([{"old": "</tool_call>"}], "after")
+
+
+# --- the tag reader: tried only where a tag's literal begins (issue 31), the same tags as finditer -------------
+
+from textcalls.dialects import xml as xml_module  # noqa: E402 (the private markups, read by these tests only)
+
+MARKUPS = {
+    "qwen": xml_module.QWEN_MARKUP,
+    "minimax": xml_module.MINIMAX_MARKUP,
+    "step3": xml_module.STEP3_MARKUP,
+    "dsml": xml_module.DSML_MARKUP,
+    "glm": xml_module._GLM,
+    "k3": xml_module._K3,
+}
+# pieces of every markup's tags, whole and broken, and text dense in "<"
+_TAG_PIECES = st.sampled_from(
+    [
+        "<function=f>",
+        "</function>",
+        "<parameter=p>",
+        "</parameter>",
+        "</parameter >",
+        "<invoke",
+        ' name="f">',
+        "</invoke>",
+        "<parameter",
+        "<steptml:invoke",
+        "</steptml:parameter>",
+        "<steptml:parameter",
+        "<｜DSML｜",
+        "<|DSML|",
+        "</｜DSML｜",
+        "invoke",
+        "parameter",
+        ' name="p" string="true">',
+        "<arg_key>",
+        "k",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+        "<|open|>",
+        "<|close|>",
+        "call",
+        "argument",
+        "<|sep|>",
+        " ",
+        "\n",
+        "<",
+        "</",
+        "x < 3",
+        "<b>",
+        "'<tag>'",
+        ">",
+        "=",
+        "｜",
+    ]
+)
+
+
+def reference_tags(markup, body: str) -> list:
+    """What the reader gave before (issue 31): every match of the markup's pattern, in order (``finditer``)."""
+    out = []
+    for m in markup.pattern.finditer(body):
+        out.append((m.lastgroup, m.start(), m.end(), m.group("call_head") or m.group("param_head") or ""))
+    return out
+
+
+@settings(max_examples=500, deadline=None)
+@given(name=st.sampled_from(sorted(MARKUPS)), parts=st.lists(_TAG_PIECES, max_size=30))
+def test_the_tags_are_those_of_finditer_and_each_begins_with_a_start(name, parts):
+    markup, body = MARKUPS[name], "".join(parts)
+    want = reference_tags(markup, body)
+    assert all(body.startswith(markup.starts, start) for _, start, _, _ in want)
+    assert [tuple(tag) for tag in markup.tags(body)] == want
+
+
+def test_a_value_dense_in_lt_is_read_as_one_value():
+    code = "\n".join(["return x < 3 and '<tag>' != \"q\" or y <= z  # a <b> c"] * 2000)
+    body = "<function=write_file>\n<parameter=content>\n" + code + "\n</parameter>\n</function>"
+    assert len(xml_module.QWEN_MARKUP.tags(body)) == 4
+    (call,) = qwen3_xml("<tool_call>", body, Context())
+    assert json.loads(call.arguments) == {"content": code}

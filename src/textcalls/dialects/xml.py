@@ -127,9 +127,11 @@ class _Markup:
     unclosed value ends only at a parameter tag that starts a line (tags that are plain text).
     """
 
-    __slots__ = ("pattern", "newline_params")
+    __slots__ = ("pattern", "newline_params", "starts")
 
-    def __init__(self, call: str, end_call: str, param: str, end_param: str, newline_params: bool) -> None:
+    def __init__(
+        self, call: str, end_call: str, param: str, end_param: str, newline_params: bool, starts: tuple[str, ...]
+    ) -> None:
         # every tag starts with "<": factored out, it is a literal prefix that the regex engine finds with
         # a fast scan, instead of trying four alternatives at every character of a big value
         parts = [p if p.startswith("<") else "<" + p for p in (call, end_call, param, end_param)]
@@ -141,24 +143,38 @@ class _Markup:
             f"|(?P<{_END_PARAM}>{end_param}))"
         )
         self.newline_params = newline_params
+        self.starts = starts  # literals one of which begins every match of ``pattern`` (tests/unit/test_dialect_xml.py)
 
     def tags(self, body: str) -> list[_Tag] | None:
-        """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed)."""
+        """The tags of ``body`` in order, or ``None`` past ``TAGS_MAX`` of them (malformed): the matches of
+        ``pattern`` as ``finditer`` gives them.
+
+        The pattern is tried only where one of ``starts`` begins (``str.find`` of each, at memchr speed): a value
+        dense in ``<`` (code, HTML) costs no regex attempt at every ``<``. The next index of each literal is kept
+        and found again only once passed, so each literal's occurrences are searched once: linear."""
         tags: list[_Tag] = []
-        search, find, add, pos = self.pattern.search, body.find, tags.append, 0
-        # every tag starts with "<": ``str.find`` (memchr) skips to the next one, which the regex engine would
-        # reach one character at a time; the matches are ``finditer``'s. A tag is made by ``tuple.__new__``,
-        # without the Python frame of a named tuple's own ``__new__``.
-        while (start := find("<", pos)) >= 0 and (m := search(body, start)) is not None:
+        match, find, add, pos = self.pattern.match, body.find, tags.append, 0
+        starts = self.starts
+        nexts = [find(lit) for lit in starts]  # the next index of each literal from pos on (-1: none)
+        while True:
+            start = min((n for n in nexts if n >= 0), default=-1)
+            if start < 0:
+                return tags
+            m = match(body, start)
+            pos = start + 1 if m is None else m.end()
+            for k, n in enumerate(nexts):
+                if 0 <= n < pos:
+                    nexts[k] = find(starts[k], pos)
+            if m is None:
+                continue
             # a body this rich in tags has them counted by ``subn`` (the same matches, in C, up to one past the
             # cap) once, so that one past the cap is malformed before thousands are made; most bodies never get here
             if len(tags) == _COUNT_TAGS_FROM and self.pattern.subn("", body, TAGS_MAX + 1)[1] > TAGS_MAX:
                 return None
-            start, pos = m.span()
             call_head, param_head = m.group("call_head", "param_head")
-            # every alternative of the pattern is a named group, so ``lastgroup`` is never None
+            # every alternative of the pattern is a named group, so ``lastgroup`` is never None; a tag is made by
+            # ``tuple.__new__``, without the Python frame of a named tuple's own ``__new__``
             add(_NEW_TAG(_Tag, (m.lastgroup, start, pos, call_head or param_head or "")))
-        return tags
 
 
 QWEN_MARKUP: _Markup = _Markup(
@@ -167,6 +183,7 @@ QWEN_MARKUP: _Markup = _Markup(
     param=r"<parameter=(?P<head>[^<>\n]*)>",
     end_param=r"</parameter\s*>",
     newline_params=True,
+    starts=("<function=", "</function", "<parameter=", "</parameter"),
 )
 MINIMAX_MARKUP: _Markup = _Markup(
     call=r"<invoke(?P<head>\s[^<>]*)?>",
@@ -174,6 +191,7 @@ MINIMAX_MARKUP: _Markup = _Markup(
     param=r"<parameter(?P<head>\s[^<>]*)?>",
     end_param=r"</parameter\s*>",
     newline_params=True,
+    starts=("<invoke", "</invoke", "<parameter", "</parameter"),
 )
 STEP3_MARKUP: _Markup = _Markup(
     call=r"<steptml:invoke(?P<head>\s[^<>]*)?>",
@@ -181,6 +199,7 @@ STEP3_MARKUP: _Markup = _Markup(
     param=r"<steptml:parameter(?P<head>\s[^<>]*)?>",
     end_param=r"</steptml:parameter\s*>",
     newline_params=True,
+    starts=("<steptml:", "</steptml:"),
 )
 _BAR = "[｜|]"  # DeepSeek writes U+FF5C; an ASCII bar is accepted too
 DSML_MARKUP: _Markup = _Markup(  # (V4.1 writes a space after the bar: ``<｜DSML｜ invoke name="F">``)
@@ -189,6 +208,7 @@ DSML_MARKUP: _Markup = _Markup(  # (V4.1 writes a space after the bar: ``<｜DSM
     param=rf"<{_BAR}DSML{_BAR} ?parameter(?P<head>\s[^<>]*)?>",
     end_param=rf"</{_BAR}DSML{_BAR} ?parameter\s*>",
     newline_params=False,
+    starts=("<｜DSML", "<|DSML", "</｜DSML", "</|DSML"),
 )
 _GLM = _Markup(  # no call tags: the whole body is one call
     call=_NO_MATCH + r"(?P<head>)",
@@ -198,6 +218,7 @@ _GLM = _Markup(  # no call tags: the whole body is one call
     param=r"<arg_key>(?P<head>[^<>]*)</arg_key>(?:(?:\s|\\n)*<arg_value>|(?=[^<]*</arg_value>))",
     end_param=r"</arg_value\s*>",
     newline_params=False,
+    starts=("<arg_key>", "</arg_value"),
 )
 _K3 = _Markup(  # Kimi K3 XTML, in <|open|>tools<|sep|> … <|close|>tools<|sep|>
     call=r"<\|open\|>call(?P<head>\s[^<>]*)?<\|sep\|>",
@@ -205,6 +226,7 @@ _K3 = _Markup(  # Kimi K3 XTML, in <|open|>tools<|sep|> … <|close|>tools<|sep|
     param=r"<\|open\|>argument(?P<head>\s[^<>]*)?<\|sep\|>",
     end_param=r"<\|close\|>argument<\|sep\|>",
     newline_params=False,
+    starts=("<|open|>", "<|close|>"),
 )
 _AFTER_VALUE = (_PARAM, _END_CALL, _CALL)  # what may follow a value's real closing tag
 _AFTER_CALL = (_CALL,)
