@@ -98,14 +98,6 @@ for name in WRITE_FILE:
         ratio(f"256 KiB write_file: {name} / the Hermes JSON form", f"write-{name}", "write-hermes", "<= 3")
 
 
-@pytest.mark.parametrize("name", WRITE_FILE)
-def test_big_write_file(bench, name):
-    text = WRITE_FILE[name]
-    (call,) = parse(text).calls  # the same call in every dialect
-    assert json.loads(call.arguments) == _ARGS
-    bench(f"write-{name}", parse, text)
-
-
 # --- the same call, its content code dense in "<" and quotes (issue 31): what XML values and Gemma strings read ----
 
 _LINE = "return x < 3 and '<tag>' != \"q\" or y <= z  # a <b> c"  # (no layout for the XML values' trim to take)
@@ -133,9 +125,16 @@ for name in WRITE_DENSE:
         ratio(f"256 KiB write_file, '<'-dense code: {name} / Hermes", f"dense-{name}", "dense-hermes", "<= 3")
 
 
-@pytest.mark.parametrize("name", WRITE_DENSE)
-def test_big_write_file_of_dense_code(bench, name):
-    text = WRITE_DENSE[name]
+#: benchmark name -> (the text, the arguments its one call must have): both shapes, every form
+BIG_CALLS = {
+    **{f"write-{name}": (text, _ARGS) for name, text in WRITE_FILE.items()},
+    **{f"dense-{name}": (text, _DENSE_ARGS) for name, text in WRITE_DENSE.items()},
+}
+
+
+@pytest.mark.parametrize("name", BIG_CALLS)
+def test_big_write_file(bench, name):
+    text, arguments = BIG_CALLS[name]
     (call,) = parse(text).calls  # the same call in every dialect
-    assert json.loads(call.arguments) == _DENSE_ARGS, name
-    bench(f"dense-{name}", parse, text)
+    assert json.loads(call.arguments) == arguments, name
+    bench(name, parse, text)
