@@ -11,8 +11,12 @@ import secrets
 import sysconfig
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-__all__ = ["ARGUMENTS_ENCODER", "Parsed", "ToolCall", "make_call", "new_call_id", "read_from"]  # noqa: F822 (__getattr__)
+if TYPE_CHECKING:  # what __getattr__ gives, typed (never imported here at run time: _calls imports this module)
+    from ._calls import ARGUMENTS_ENCODER, make_call, read_from
+
+__all__ = ["ARGUMENTS_ENCODER", "Parsed", "ToolCall", "make_call", "new_call_id", "read_from"]
 
 ID_PREFIX = "call_" + secrets.token_hex(6)
 _ID_COUNTER = itertools.count()
