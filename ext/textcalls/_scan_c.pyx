@@ -184,6 +184,8 @@ cdef class _CSpec:
     cdef Lit* value_head
     cdef int* n_values
     cdef bint value_stop[128]   # what _lex looks at inside a value: "<" and the strong openers' first characters
+    cdef bint value_second[128]  # the (ASCII) second characters of what _lex matches inside a value: every
+    #                              literal's, every closer's, every value tag's; a stop followed by none is passed
     cdef bint span_first[128]   # the reasoning span closers' first characters (a block in a span ends at one)
     cdef bint* starts           # per block kind, 128 flags: the characters it may start with
     cdef bint first[128]        # first characters of every literal
@@ -396,6 +398,19 @@ cdef class _CSpec:
             _lit(&self.value_head[k], "" if b.value_head_end == ">" else b.value_head_end)
         for c in range(128):
             self.value_stop[c] = c == 0x3C or self.strong_first[c]
+            self.value_second[c] = False
+        for e in range(self.n_entries):
+            self._second(&self.entries[e].lit)
+        for k in range(nb):
+            self._second(&self.closers[k])
+            for f in range(self.n_values[k]):
+                self._second(&self.value_open[k * VALUES_MAX + f])
+                self._second(&self.value_close[k * VALUES_MAX + f])
+
+    cdef void _second(self, const Lit* lit) noexcept:
+        """Note ``lit``'s second character in ``value_second`` (non-ASCII ones are never passed: see ``_lex``)."""
+        if lit.n >= 2 and lit.ch[1] < 128:
+            self.value_second[lit.ch[1]] = True
 
     def __dealloc__(self):
         PyMem_Free(self.entries)
@@ -1930,7 +1945,7 @@ cdef class StreamScrubber:
         cdef const Lit* closer = &self._spec.closers[self._kind]
         cdef _CSpec spec = self._spec
         cdef int own = spec.block_entry[self._kind]  # meeting its own opener again ends a block too
-        cdef Py_UCS4 c
+        cdef Py_UCS4 c, c2
         cdef int f  # the lex_stop set that holds
         cdef int r, e, v
         cdef bint lead
@@ -1945,6 +1960,12 @@ cdef class StreamScrubber:
                 if p >= end:
                     break
                 c = PyUnicode_READ(kind, d, p)
+                if p + 1 < n:  # (C only) no tag, closer or opener begins with this and the next character:
+                    # a "<" in code or HTML ("< 3", "<=", "<b>") is passed without a check
+                    c2 = PyUnicode_READ(kind, d, p + 1)
+                    if c2 < 128 and not spec.value_second[c2]:
+                        p += 1
+                        continue
                 v = self._kind * VALUES_MAX + self._value
                 r = _match(kind, d, n, p, &spec.value_close[v])
                 if r == 1:

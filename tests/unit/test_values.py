@@ -237,6 +237,13 @@ PIECES = [
     "x",
     " ",
     "\n",
+    "x < 3",  # "<" in code and HTML (the extension passes those inside a value: issue 31)
+    "<=",
+    "<b>",
+    "'<tag>'",
+    "<",
+    "</",
+    "<|",
 ]
 
 
@@ -261,3 +268,27 @@ def test_values_that_never_close_stay_linear(impl, tc):
     assert (parsed.content, parsed.calls) == (text, [])
     got, _, calls, _ = feed_in_pieces(impl, text, range(7, len(text), 7))
     assert (got, calls) == (text, [])
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=14))
+@settings(max_examples=300, deadline=None)
+def test_the_extension_reads_values_dense_in_lt_as_the_twin_does(pieces):
+    # issue 31: inside a value the extension passes a "<" whose next character begins nothing it matches
+    from textcalls import _scan, _scan_py, parse
+
+    if _scan.IMPLEMENTATION != "cython":
+        pytest.skip("the extension is not built")
+    from textcalls import _scan_c
+
+    text = "".join(pieces)
+    answers = []
+    for scanner in (_scan_c, _scan_py):
+        before = _scan.use(scanner)
+        try:
+            parsed = parse(text, tools=TOOLS)
+        finally:
+            _scan.use(before)
+        answers.append(
+            (parsed.content, parsed.reasoning, [(c.name, c.arguments) for c in parsed.calls], parsed.removed)
+        )
+    assert answers[0] == answers[1]
