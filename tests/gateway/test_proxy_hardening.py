@@ -681,7 +681,9 @@ def test_a_worker_that_dies_as_it_starts_is_restarted_later_each_time(net):
     stub = models_stub(net)
     port = free_port()
     args = ("--upstream", stub.url, "--listen", f"127.0.0.1:{port}", "--workers", "2", "--log-format", "json")
-    with command(*args, prelude=DIE_AS_YOU_START) as run:
+    # _STABLE out of reach: the delays follow from the doubling rule alone, not from how long a loaded machine
+    # takes to start a worker (a lifetime past _STABLE would reset them)
+    with command(*args, patch={"_STABLE": 1e9}, prelude=DIE_AS_YOU_START) as run:
         deaths = wait_until(
             lambda: len(found := [m for _, m, _ in messages(run) if " exited with code 3 after " in m]) >= 3 and found,
             "three deaths",
