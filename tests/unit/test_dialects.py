@@ -660,3 +660,14 @@ def test_each_dialect_s_example_reads_with_that_dialect_alone(impl, tc, dialect)
         ("get_weather", {"city": "Paris"}, dialect)
     ]
     assert parsed.content == ""
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+def test_a_tool_call_body_may_name_its_tool_in_a_tag_then_give_json(mod):
+    # field sample hermes-05: <function>NAME</function> and the arguments object inside <tool_call>
+    text = 'Let me check.\n<tool_call>\n<function>terminal</function>\n{"command": "lsof -i :10240"}\n</tool_call>'
+    p = mod.scan_whole(text, __import__("textcalls").Options())
+    assert [(c.name, json.loads(c.arguments)) for c in p.calls] == [("terminal", {"command": "lsof -i :10240"})]
+    assert p.content == "Let me check."
+    content, _, calls, _ = feed_in_pieces(mod, text, [20, 33, 40])
+    assert content.strip() == p.content and calls == [(c.name, c.arguments) for c in p.calls]

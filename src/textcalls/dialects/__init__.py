@@ -24,11 +24,14 @@ __all__ = ["GRAMMARS", "NAME_ATTRIBUTE", "WHOLE_MESSAGE", "Context"]
 
 _GLM_NAME = re.compile(r"[\w.:-]+")
 _NONBLANK = re.compile(r"\S")
+#: a ``<tool_call>`` body's name written as a tag before its JSON arguments: ``<function>NAME</function>\n{…}``
+_NAME_TAG = re.compile(r"<(function|name|tool_name)>\s*([\w.:-]+)\s*</\1>\s*(?=\{)")
 
 
 def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """``<tool_call>`` bodies, by their shape: a JSON call object or an array of them (Granite 3.1),
-    Qwen3-Coder XML (``<function=…>``), or GLM (``NAME<arg_key>…``, or ``NAME`` and a line break: a
+    Qwen3-Coder XML (``<function=…>``), a name tag then the JSON arguments (``<function>NAME</function>{…}``),
+    or GLM (``NAME<arg_key>…``, or ``NAME`` and a line break: a
     call without arguments; a lone word only when it names an offered tool: GLM-4.7's
     ``<tool_call>get_time</tool_call>``). When the opener names the tool
     (``<tool_call id="…" name="NAME">``) a body that is empty or an object is its arguments."""
@@ -44,6 +47,9 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return jsonlike.json_calls(opener, body, ctx)
     if body.startswith("<function=", lo):
         return xml.qwen3_xml(opener, body, ctx)
+    tagged = _NAME_TAG.match(body, lo)
+    if tagged:  # <function>NAME</function> then its JSON arguments (a Hermes cousin)
+        return jsonlike.named_arguments(tagged.group(2), body[tagged.end() :])
     if body.find("<arg_key>", lo, hi) >= 0 or (
         _GLM_NAME.fullmatch(body, lo, hi) and (body.startswith("\n", hi) or (ctx.has_tools and ctx.known(body[lo:hi])))
     ):
