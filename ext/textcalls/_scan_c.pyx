@@ -25,7 +25,8 @@ from textcalls.markers import ARGUMENT_KEYS as _ARGUMENT_KEYS
 from textcalls.markers import MAX_BLOCK
 from textcalls.markers import ATTR_MAX, FIRST_CHARS_MAX, LITERAL_MAX, SECTION_GAP_MAX, WHITESPACE
 from textcalls.markers import VALUES_MAX as MARKERS_VALUES_MAX
-from textcalls._calls import unique_ids
+from textcalls._calls import placeholder, unique_ids
+from textcalls._guided import Guided
 from textcalls._events import CallEvents
 from textcalls._reasoning import Reasoning
 from textcalls.options import DEFAULT, Options, options_of
@@ -620,7 +621,7 @@ cdef class _Settings:
     cdef object ctx
     cdef str unknown_tools, calls_in_reasoning
     cdef Py_ssize_t max_block
-    cdef bint whole, has_tools, reasoning_started, code_fences, stream_arguments, trim_blanks
+    cdef bint whole, has_tools, reasoning_started, code_fences, stream_arguments, trim_blanks, guided
     cdef str prompt_tail
     cdef int n_quiet  # Options.quiet as code points (quiet_chars); -1: None, no text is quiet
     cdef Py_UCS4 quiet_chars[QUIET_MAX]
@@ -633,6 +634,7 @@ cdef class _Settings:
         self.max_block = options.max_block
         self.whole = bool(options.table.whole)
         self.has_tools = options.ctx.has_tools
+        self.guided = options.guided
         self.reasoning_started = options.reasoning_started
         self.code_fences = options.code_fences
         self.stream_arguments = options.stream_arguments
@@ -707,9 +709,16 @@ cdef object _scan_whole(text, options, bint truncated=False):
     else:
         content = scrubber._feed(text)
     scrubber._truncated = truncated
-    content += scrubber._flush()
-    if settings.trim_blanks:
-        content += scrubber._edges_end()
+    if not settings.guided:
+        content += scrubber._flush()
+        if settings.trim_blanks:
+            content += scrubber._edges_end()
+    else:  # what feed and flush do
+        content = scrubber._guided_text(content)
+        rest = scrubber._flush()
+        if settings.trim_blanks:
+            rest += scrubber._edges_end()
+        content += rest if scrubber._guided is None else scrubber._guided_end(rest, truncated)
     return _parsed(content, scrubber.calls, scrubber.removed, scrubber._take_reasoning(), scrubber.malformed,
                    settings.trim_blanks)
 
@@ -729,20 +738,20 @@ def use_python_parse(python_parse):
 
 def parse(text, *, max_block=MAX_BLOCK, formats=None, tools=None, unknown_tools="keep_text",
           calls_in_reasoning="auto", code_fences=True, reasoning_started=False, options=None, truncated=False,
-          trim_blanks=False, prompt_tail=""):
+          trim_blanks=False, prompt_tail="", schema_guided=True):
     """``textcalls.parse``: its common paths (no keyword, or only ``options`` an ``Options``; this extension
     in use) made here, without a Python frame; every other call goes to the Python ``parse``
     (``use_python_parse``)."""
     if (max_block is MAX_BLOCK and formats is None and tools is None and code_fences is True
             and reasoning_started is False and unknown_tools == "keep_text" and calls_in_reasoning == "auto"
-            and truncated is False and trim_blanks is False and prompt_tail == ""
+            and truncated is False and trim_blanks is False and prompt_tail == "" and schema_guided is True
             and (options is None or type(options) is Options)
             and _this is not None and _scan_module.impl is _this):
         return _scan_whole(text, DEFAULT if options is None else options)
     return _python_parse(text, max_block=max_block, formats=formats, tools=tools, unknown_tools=unknown_tools,
                          calls_in_reasoning=calls_in_reasoning, code_fences=code_fences,
                          reasoning_started=reasoning_started, options=options, truncated=truncated,
-                         trim_blanks=trim_blanks, prompt_tail=prompt_tail)
+                         trim_blanks=trim_blanks, prompt_tail=prompt_tail, schema_guided=schema_guided)
 
 
 # -- the stream state machine ---------------------------------------------------------------------
@@ -868,6 +877,9 @@ cdef class StreamScrubber:
     cdef list _whole_parts
     cdef Py_ssize_t _whole_len
     cdef object _bare         # with tools: the _table.BareLead of a held candidate (BARE_LEAD, BARE_TAIL)
+    cdef bint _in_code        # inside an inline code span (`…`) in content, on its line
+    cdef object _guided       # with tools: the schema-guided stage (_guided.Guided), or None
+    cdef bint _gq             # _guided.quiet: a delta without a line break goes through it unchanged
     cdef bint _trail          # with tools: content that ends with bare JSON calls from a line start is read
     cdef bint _lines          # _line is followed (code fences, or _trail)
     cdef Py_ssize_t _bare_stop  # no bare-call candidate starts before this offset (an earlier one read there)
@@ -954,6 +966,7 @@ cdef class StreamScrubber:
         code_fences = settings.code_fences
         self._fences = code_fences
         self._fence = False
+        self._in_code = False
         self._line = 0
         self._lines = code_fences or self._trail
         self._follow = (CallEvents(self.calls, self._ids, self._ctx, self._unknown) if settings.stream_arguments
@@ -964,6 +977,9 @@ cdef class StreamScrubber:
         self._words = self._spec.n_all != self._spec.n_entries
         if settings.prompt_tail:
             self._prime(settings.prompt_tail)
+        # with tools: the schema-guided stage over the content (None once a dialect rule found a call)
+        self._guided = Guided(self._ctx, self.max_block, settings.code_fences) if settings.guided else None
+        self._gq = False
         self._plain = self._settled() and self._edges_plain()
         return 0
 
@@ -1057,6 +1073,8 @@ cdef class StreamScrubber:
                     if k == n:
                         if self._trim and n and _ws(PyUnicode_READ(kind, data, n - 1)):  # held (_show)
                             k = -1
+                        elif self._guided is not None and not (self._gq and _find(kind, data, 0, n, 0x0A) < 0):
+                            k = -1  # the schema-guided stage reads it (a line's start, or a held head)
                         else:
                             self._shown(kind, data, n)
                             return delta
@@ -1072,7 +1090,8 @@ cdef class StreamScrubber:
         at ``k``, else (``k`` is -1) ``_feed``. Apart from ``feed`` so that its short paths stay small."""
         self._enter()
         try:
-            return self._unquiet(delta, kind, data, n, k) if k >= 0 else self._feed(delta)
+            text = self._unquiet(delta, kind, data, n, k) if k >= 0 else self._feed(delta)
+            return text if self._guided is None else self._guided_text(text)
         finally:
             self._plain = self._settled() and self._edges_plain()
             self._busy = False
@@ -1087,10 +1106,33 @@ cdef class StreamScrubber:
         try:
             self._truncated = truncated
             text = self._flush()
-            return text + self._edges_end() if self._trim else text
+            if self._trim:
+                text += self._edges_end()
+            return text if self._guided is None else self._guided_end(text, truncated)
         finally:
             self._plain = self._settled() and self._edges_plain()
             self._busy = False
+
+    cdef str _guided_text(self, str text):
+        """The content ``text`` through the schema-guided stage: off (all it held shown) once a call was taken."""
+        guided = self._guided
+        if len(self.calls):
+            self._guided = None
+            return guided.release() + text
+        text = guided.text(text)
+        self._gq = guided.quiet
+        return text
+
+    cdef str _guided_end(self, str text, bint truncated):
+        guided = self._guided
+        self._guided = None
+        if len(self.calls):
+            return guided.release() + text
+        text, calls = guided.end(text, truncated)
+        if calls:
+            self.calls.extend(unique_ids(calls, self._ids))
+            self.removed += len(calls)
+        return text
 
     cdef inline int _own_held(self) except -1:
         """``_held`` as long as ``_held_n`` says (deltas that went on with the literal); the literal forgotten."""
@@ -1133,6 +1175,8 @@ cdef class StreamScrubber:
                 return self._run(_joined(self._held, delta), False)
             delta = _joined(self._held, delta)
             self._held = ""
+        if self._in_code:  # an inline code span ends at its line's end: _outside reads it
+            return self._run(delta, False)
         # what _run would give when nothing in the text can begin markup: the text itself
         n = PyUnicode_GET_LENGTH(delta)
         kind = PyUnicode_KIND(delta)
@@ -1317,7 +1361,7 @@ cdef class StreamScrubber:
     cdef inline bint _settled(self) noexcept:
         """Nothing held, open or pending: the next delta may take feed's short path (``_plain``)."""
         return not self._closed and not self._holding and self._opener is None and not self._reasoning and (
-            PyUnicode_GET_LENGTH(self._held) == 0 and self._after_block < 0 and not self._words)
+            PyUnicode_GET_LENGTH(self._held) == 0 and self._after_block < 0 and not self._words and not self._in_code)
 
     cdef inline Py_ssize_t _loud_short(self, int kind, const void* data, Py_ssize_t n) noexcept:
         """The index of the delta's first character of ``_stop`` but for literals' first characters that
@@ -1619,6 +1663,7 @@ cdef class StreamScrubber:
         cdef const void* d = PyUnicode_DATA(s)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
         cdef Py_ssize_t search = p, i, a = 0, b = 0, t
+        cdef Py_ssize_t next_nl = -2  # (inside an inline code span) the next line break
         cdef Py_ssize_t* next_at = self._next_at
         cdef int f
         cdef Cand cand
@@ -1645,6 +1690,13 @@ cdef class StreamScrubber:
                     self._next_tick = _find(kind, d, search, n, 0x60)
                 if self._next_tick >= 0 and (i < 0 or self._next_tick < i):
                     i = self._next_tick
+                if self._in_code and not self._fence:  # inside an inline code span: its end, or the line's
+                    if next_nl == -2 or (next_nl >= 0 and next_nl < search):
+                        next_nl = _find(kind, d, search, n, 0x0A)
+                    if next_nl >= 0 and (i < 0 or next_nl < i):
+                        self._in_code = False
+                        search = next_nl + 1
+                        continue
             if self._trail and not (fences and self._fence):
                 for f in range(1 if self._spec.first[0x5B] else 2):  # '[' may be searched already
                     if self._next_brace[f] == -2 or (self._next_brace[f] >= 0 and self._next_brace[f] < search):
@@ -1655,14 +1707,16 @@ cdef class StreamScrubber:
                 j = i
                 while j < n and PyUnicode_READ(kind, d, j) == 0x60:
                     j += 1
-                if _line_after(self._line, kind, d, p, i) >= 0:  # at the start of a line (up to 3 spaces)
-                    if j - i >= 3:
-                        self._fence = not self._fence  # a fence opens or closes; the backticks stay
-                    elif j == n and not final:
-                        self._emit(out, _slice(s, p, i))  # a run that may still become a fence
-                        self._held = s[i:]
-                        self._pos = base + i
-                        return -1
+                if j == n and not final:
+                    self._emit(out, _slice(s, p, i))  # a run that may still grow (a fence, or a span's delimiter)
+                    self._held = s[i:]
+                    self._pos = base + i
+                    return -1
+                if j - i >= 3 and _line_after(self._line, kind, d, p, i) >= 0:  # at a line's start (up to 3 spaces)
+                    self._fence = not self._fence  # a fence opens or closes; the backticks stay
+                    self._in_code = False
+                elif j - i < 3 and not self._fence:  # an inline code span opens or closes: markup in it is text
+                    self._in_code = not self._in_code
                 search = j
                 continue
             if i < 0:
@@ -1694,6 +1748,9 @@ cdef class StreamScrubber:
                 return -1
             if cand == C_PROSE:
                 search = a
+                continue
+            if fences and self._in_code:  # a literal inside an inline code span: text
+                search = i + 1
                 continue
             if cand == C_MARKER:
                 self._emit(out, _slice(s, p, i))
@@ -1879,7 +1936,8 @@ cdef class StreamScrubber:
             call = _hermes_call(text, lo, hi, self._spec.dialect_names[self._kind], walked)
         elif one_pass == ONE_PASS_DEEPSEEK and "\uff5c" in self._opener:  # a full-width opener: no ASCII separators
             call = _deepseek_call(text, lo, hi, self._spec.dialect_names[self._kind], walked)
-        if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)):
+        if call is not None and (not self._trail or self._unknown == "accept" or self._ctx.known(call.name)) and (
+                not placeholder(call)):
             return call
         return None
 

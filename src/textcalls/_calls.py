@@ -4,12 +4,13 @@ dialect of calls just made) and the arguments encoder, whose strings the kernels
 from __future__ import annotations
 
 import json
+import re
 from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # json's C encoder (None without it)
 
 from . import _kernels
 from .toolcall import EncodedString, ToolCall, new_call_id
 
-__all__ = ["ARGUMENTS_ENCODER", "make_call", "read_from", "unique_ids"]
+__all__ = ["ARGUMENTS_ENCODER", "make_call", "placeholder", "read_from", "unique_ids"]
 
 
 class _ArgumentsEncoder(json.JSONEncoder):
@@ -84,3 +85,35 @@ def unique_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
             object.__setattr__(call, "id", new_call_id())  # a frozen dataclass: set where it is taken
         seen.add(call.id)
     return calls
+
+
+#: Names that stand for a tool's name in a format's description (``<tool_call>{"name": "function_name", …}``)
+PLACEHOLDER_NAMES = frozenset(
+    {"name", "func", "function", "function_name", "func_name", "fn", "fn_name", "tool_name", "tool_call_name"}
+    | {"your_function", "my_function", "NAME", "FUNCTION_NAME", "TOOL_NAME", "FUNC_NAME", "functionName", "toolName"}
+)
+#: Strings that stand for a value in a format's description (``{"key": "value"}``, ``subject='...'``)
+PLACEHOLDER_VALUES = frozenset(
+    {"value", "value1", "value2", "value3", "val", "...", "…", "<value>", "VALUE", "VALUE1", "<...>", "xxx"}
+)
+#: A description's example is short: longer arguments are never read as placeholders (nor searched)
+PLACEHOLDER_MAX = 256
+_PLACEHOLDER_HINTS = ("value", "VALUE", "...", "…", "val", "xxx")
+#: What no function's name holds (a template's expression): quotes, brackets, operators (a blank may: "Web Search")
+_NOT_A_NAME = re.compile(r"[\"'`<>{}\[\]|+;=\\]")
+
+
+def placeholder(call: ToolCall) -> bool:
+    """Whether ``call`` is a format's description rather than a call: a name no function can have (a template
+    expression, no letter or digit), a placeholder name (``function_name``) without arguments, or arguments whose
+    strings all stand for a value (``{"key": "value"}``, ``'...'``). Such a block stays text (``_table``)."""
+    name = call.name
+    if _NOT_A_NAME.search(name) or not any(c.isalnum() for c in name):
+        return True
+    arguments = call.arguments
+    if len(arguments) > PLACEHOLDER_MAX or not any(hint in arguments for hint in _PLACEHOLDER_HINTS):
+        return arguments == "{}" and name in PLACEHOLDER_NAMES
+    values = json.loads(arguments)
+    strings = [v for v in values.values() if isinstance(v, str)]
+    scalars = all(v is None or isinstance(v, (str, int, float, bool)) for v in values.values())
+    return bool(strings) and scalars and all(v.strip() in PLACEHOLDER_VALUES for v in strings)

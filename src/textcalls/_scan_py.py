@@ -15,6 +15,7 @@ from typing import Any
 from . import _kernels_py
 from ._calls import unique_ids
 from ._events import CallEvents
+from ._guided import Guided
 from ._reasoning import Reasoning
 from ._table import (
     BareLead,
@@ -253,6 +254,8 @@ class StreamScrubber:
     __slots__ = (
         "calls",
         "_ids",
+        "_guided",
+        "_in_code",
         "removed",
         "malformed",
         "max_block",
@@ -374,6 +377,7 @@ class StreamScrubber:
         self._reasoning_out = self._thought.out  # the same list, for the hot path
         self._fences = code_fences  # markup inside a markdown code fence (in content) is text
         self._fence = False  # inside a fence
+        self._in_code = False  # inside an inline code span (`…`) in content, on its line
         self._line = 0  # the current content line's leading spaces (0-3) if it has had nothing else, else -1
         self._lines = code_fences or self._trail  # _line is followed
         # with stream_arguments, the call events of JSON-bodied blocks (shared code)
@@ -394,6 +398,8 @@ class StreamScrubber:
         self._mute = 0  # characters of the prompt tail still held: not shown if its markup turns out text
         if options.prompt_tail:
             self._prime(options.prompt_tail)
+        # with tools: the schema-guided stage over the content (shared code; None once a dialect rule found a call)
+        self._guided: Guided | None = Guided(self._ctx, max_block, code_fences) if options.guided else None
 
     def _prime(self, tail: str) -> None:
         """Read ``prompt_tail`` as the text before the output, then forget all it gave: nothing of it is shown.
@@ -458,7 +464,8 @@ class StreamScrubber:
         """Take the next delta; return the text that can be shown now."""
         self._enter()
         try:
-            return self._feed(delta)
+            text = self._feed(delta)
+            return text if self._guided is None else self._guided_text(text)
         finally:
             self._busy.release()
 
@@ -471,9 +478,32 @@ class StreamScrubber:
         try:
             self._truncated = truncated
             text = self._flush()
-            return text + self._edges_end() if self._trim else text
+            if self._trim:
+                text += self._edges_end()
+            return text if self._guided is None else self._guided_end(text, truncated)
         finally:
             self._busy.release()
+
+    def _guided_text(self, text: str) -> str:
+        """The content ``text`` through the schema-guided stage: off (all it held shown) once a call was taken."""
+        guided = self._guided
+        assert guided is not None
+        if self.calls:
+            self._guided = None
+            return guided.release() + text
+        return guided.text(text)
+
+    def _guided_end(self, text: str, truncated: bool) -> str:
+        guided = self._guided
+        assert guided is not None
+        self._guided = None
+        if self.calls:
+            return guided.release() + text
+        text, calls = guided.end(text, truncated)
+        if calls:
+            self.calls.extend(unique_ids(calls, self._ids))
+            self.removed += len(calls)
+        return text
 
     def _feed(self, delta: str) -> str:
         if not isinstance(delta, str):
@@ -487,7 +517,7 @@ class StreamScrubber:
             and self._opener is None
             and not self._reasoning
             and not any(c in delta for c in self._firsts)
-            and not (self._fences and "`" in delta)
+            and not (self._fences and ("`" in delta or self._in_code))
             and not (self._spec.table.anchored and word_tail(self._spec.table, delta, 0) < len(delta))
         ):
             if self._after_block is not None and not _all_ws(delta):
@@ -816,19 +846,27 @@ class StreamScrubber:
             fences = self._fences and not self._reasoning
             if fences and self._fence:  # inside a code fence only its end matters
                 i = s.find("`", search)
+            elif fences and self._in_code:  # inside an inline code span: its end, or the line's
+                i = _find_first(self._firsts + ("`", "\n"), s, search, n)
+                if i >= 0 and s[i] == "\n":
+                    self._in_code = False
+                    search = i + 1
+                    continue
             else:
                 i = _find_first(self._firsts + ("`",) if fences else self._firsts, s, search, n)
             if i >= 0 and s[i] == "`":
                 j = i
                 while j < n and s[j] == "`":
                     j += 1
-                if _line_after(self._line, s, p, i) >= 0:  # at the start of a line (up to 3 spaces)
-                    if j - i >= 3:
-                        self._fence = not self._fence  # a fence opens or closes; the backticks stay
-                    elif j == n and not final:
-                        self._emit(out, s[p:i])  # a run that may still become a fence
-                        self._held, self._pos = s[i:], base + i
-                        return -1
+                if j == n and not final:
+                    self._emit(out, s[p:i])  # a run that may still grow (a fence, or a span's delimiter)
+                    self._held, self._pos = s[i:], base + i
+                    return -1
+                if j - i >= 3 and _line_after(self._line, s, p, i) >= 0:
+                    self._fence = not self._fence  # a fence opens or closes; the backticks stay
+                    self._in_code = False
+                elif j - i < 3 and not self._fence:  # an inline code span opens or closes: markup in it is text
+                    self._in_code = not self._in_code
                 search = j
                 continue
             if i < 0:
@@ -852,6 +890,9 @@ class StreamScrubber:
                 return -1
             if kind == "prose":
                 search = a
+                continue
+            if fences and self._in_code:  # a literal inside an inline code span: text
+                search = i + 1
                 continue
             if kind == "marker":
                 self._emit(out, s[p:i])

@@ -7,7 +7,7 @@ import re
 from contextvars import ContextVar
 from typing import NamedTuple
 
-from ._calls import read_from
+from ._calls import placeholder, read_from
 from .dialects import GRAMMARS, WHOLE_MESSAGE, Context
 from .dialects.jsonlike import BARE_CALL_KEYS
 from .dialects.xml import ends_in_value, finished_calls
@@ -174,6 +174,9 @@ def read_block(table: Table, k: int, opener: str, body: str, ctx: Context, unkno
     dialect = table.blocks[k].dialect
     if calls:
         read_from(calls, dialect)
+        if any(map(placeholder, calls)):
+            _note(dialect, opener, None, "a format's description (a placeholder name or values): it stays text")
+            return None
     if calls is None or not ctx.has_tools or unknown_tools == "accept":
         _note(dialect, opener, calls, _block_why(calls))
         return calls
@@ -242,6 +245,9 @@ def read_unterminated(table: Table, k: int, opener: str, body: str, ctx: Context
     for ending in ("",) if truncated else _ENDINGS:
         calls = grammar(opener, body + ending, ctx)
         if calls:
+            if any(map(placeholder, calls)):
+                _note(block.dialect, opener, None, f"a format's description (a placeholder name or values): {gone}")
+                return cut
             if all(ctx.known(c.name) for c in calls):
                 _note(block.dialect, opener, calls, "no closer before the end: read as calls (a complete body)")
                 return read_from(calls, block.dialect)

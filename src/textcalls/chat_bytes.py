@@ -36,6 +36,7 @@ def recover_response_bytes(body, *, native: bool, has_tools: bool, tally: Counte
         may_contain_markup(data, formats=opts.formats)
         or opts.reasoning_started
         or opts.prompt_tail
+        or opts.guided
         or may_mark_name(data)
         or (opts.tools is not None and may_hold_bare_call(data))
     ):

@@ -37,6 +37,7 @@ class Options:
         "stream_arguments",
         "trim_blanks",
         "prompt_tail",
+        "schema_guided",
         "table",
         "ctx",
         "quiet",
@@ -53,6 +54,7 @@ class Options:
     stream_arguments: bool
     trim_blanks: bool
     prompt_tail: str
+    schema_guided: bool
     table: Table
     ctx: Context
     quiet: tuple[str, ...] | None
@@ -71,6 +73,7 @@ class Options:
         stream_arguments: bool = False,
         trim_blanks: bool = False,
         prompt_tail: str = "",
+        schema_guided: bool = True,
     ) -> None:
         if not isinstance(max_block, int) or isinstance(max_block, bool):
             raise TypeError(f"max_block must be an int, not {type(max_block).__name__}")
@@ -90,6 +93,8 @@ class Options:
             raise TypeError(f"trim_blanks must be a bool, not {type(trim_blanks).__name__}")
         if not isinstance(prompt_tail, str):
             raise TypeError(f"prompt_tail must be a str, not {type(prompt_tail).__name__}")
+        if not isinstance(schema_guided, bool):
+            raise TypeError(f"schema_guided must be a bool, not {type(schema_guided).__name__}")
         if len(prompt_tail) > PROMPT_TAIL_MAX:
             raise ValueError(f"prompt_tail must be at most {PROMPT_TAIL_MAX} characters, not {len(prompt_tail)}")
         put = object.__setattr__  # read-only once made (see __setattr__)
@@ -105,6 +110,7 @@ class Options:
         put(self, "stream_arguments", stream_arguments)
         put(self, "trim_blanks", trim_blanks)
         put(self, "prompt_tail", prompt_tail)
+        put(self, "schema_guided", schema_guided)
         put(self, "quiet", self._quiet())
         put(self, "derived", {})
 
@@ -120,7 +126,7 @@ class Options:
         only ever keep markup as text, so a backtick is not one of them); ``None`` when there are none such (a
         whole-message format is enabled, or the text begins inside reasoning or after a ``prompt_tail``)."""
         table = self.table
-        if table.whole or self.reasoning_started or self.prompt_tail:
+        if table.whole or self.reasoning_started or self.prompt_tail or self.guided:
             return None
         key = ("quiet", self.ctx.has_tools)  # the same for every Options of this table: built once
         quiet = table.derived.get(key)
@@ -131,13 +137,18 @@ class Options:
             quiet = table.derived[key] = tuple(sorted(chars))
         return quiet
 
+    @property
+    def guided(self) -> bool:
+        """Whether the scrubbers run the schema-guided stage (``_guided``): tools given and ``schema_guided``."""
+        return self.schema_guided and self.ctx.has_tools
+
     def __repr__(self) -> str:
-        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:10] if getattr(self, k) != _DEFAULTS[k])
+        given = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:11] if getattr(self, k) != _DEFAULTS[k])
         return f"Options({given})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (and copied) as its keywords: what it derives from them is built again."""
-        return (_from_keywords, ({k: getattr(self, k) for k in self.__slots__[:10]},))
+        return (_from_keywords, ({k: getattr(self, k) for k in self.__slots__[:11]},))
 
 
 def _from_keywords(keywords: dict[str, Any]) -> Options:
@@ -155,6 +166,7 @@ _DEFAULTS = {
     "stream_arguments": False,
     "trim_blanks": False,
     "prompt_tail": "",
+    "schema_guided": True,
 }
 
 #: the default options (shared: building them is the cost of most of a small ``parse``)

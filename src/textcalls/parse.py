@@ -27,6 +27,7 @@ def parse(
     truncated: bool = False,
     trim_blanks: bool = False,
     prompt_tail: str = "",
+    schema_guided: bool = True,
 ) -> Parsed:
     """Recover the tool calls written as markup in ``text``.
 
@@ -53,6 +54,9 @@ def parse(
     ``"<|start|>assistant"``, the output then starting `` to=functions.NAME<|channel|>…``): the text is read
     as following it, and nothing of it is shown (at most 256 characters; ``reasoning_started=True`` is the
     same for a prompt that ends inside ``<think>``).
+    ``schema_guided`` (with ``tools``): in a message in which no dialect rule found a call, a call of an offered
+    tool at the message's start or end is recovered whatever its markup, if its arguments validate against the
+    tool's schema (``docs/scanning.md``, "Schema-guided recovery"); ``False``: only the dialects' rules.
     ``options``: an ``Options`` holding these keywords, checked once (then give no other keyword).
     ``truncated=True``: the output was cut (``max_tokens``; ``finish_reason: "length"``), so a block the text
     ends inside was never finished: it is no call, and its markup is removed (counted in ``malformed``),
@@ -71,6 +75,7 @@ def parse(
         and reasoning_started is False
         and trim_blanks is False
         and prompt_tail == ""
+        and schema_guided is True
     )
     if options is None and not given:
         return _scan.impl.scan_whole(text, DEFAULT, truncated)  # it raises the TypeError below for a text not a str
@@ -87,6 +92,7 @@ def parse(
             reasoning_started=reasoning_started,
             trim_blanks=trim_blanks,
             prompt_tail=prompt_tail,
+            schema_guided=schema_guided,
         )
     elif given:
         raise TypeError("options= takes the place of the other keywords: give one or the other")

@@ -123,13 +123,19 @@ _check_api()
 _BARE = re.compile(r"\A[ \t\r\n]*[{\[`]|\n {0,3}[{\[]")
 
 
+#: A schema-guided call's arguments (``textcalls._guided``) begin with one of these: a JSON object, keyword
+#: arguments, or key/value markup.
+_GUIDED_ARGUMENTS = "{(<"
+
+
 class TextcallsDetector(BaseFormatDetector):
     """SGLang's ``BaseFormatDetector`` over ``parse`` (whole outputs) and a ``StreamScrubber`` (streams).
 
-    ``has_tool_call``: whether the text may hold a call (markup of an enabled dialect, or a bare JSON
-    call's start). ``detect_and_parse``: the content with every block removed (the text itself when
-    nothing was removed) and the calls, each one ``ToolCallItem`` whose ``tool_index`` is the tool's
-    position in ``tools`` (-1 for a tool not offered), as SGLang's own detectors give it.
+    ``has_tool_call``: whether the text may hold a call (markup of an enabled dialect, a bare JSON
+    call's start, or, with schema-guided recovery, a ``{``, ``(`` or ``<`` its arguments could open with).
+    ``detect_and_parse``: the content with every block removed (the text itself when nothing was removed)
+    and the calls, each one ``ToolCallItem`` whose ``tool_index`` is the tool's position in ``tools`` (-1 for
+    a tool not offered), as SGLang's own detectors give it.
     ``parse_streaming_increment``: the content decided so far (markup that may still be a call is
     held) and each call as one ``ToolCallItem`` (name and arguments whole; ``tool_index`` counting
     calls from 0 over the stream, as SGLang streams them) as soon as its block completes. ``finish``,
@@ -158,7 +164,10 @@ class TextcallsDetector(BaseFormatDetector):
 
     def has_tool_call(self, text: str) -> bool:
         formats = self.recovery["formats"]
-        return _scan.impl.may_contain_markup(text, formats=formats) or _BARE.search(text) is not None
+        if _scan.impl.may_contain_markup(text, formats=formats) or _BARE.search(text) is not None:
+            return True
+        # schema-guided recovery (on unless the recovery says otherwise): its calls' arguments open with one of these
+        return self.recovery.get("schema_guided", True) and any(c in text for c in _GUIDED_ARGUMENTS)
 
     def detect_and_parse(self, text: str, tools: list) -> StreamingParseResult:
         parsed = parse(text, options=self._options(tools))

@@ -167,7 +167,12 @@ class ChunkRecovery:
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
         # (trim_blanks: a blank at a delta's end may be held, so every delta goes to the scrubber)
-        self._floor = 1 if self.screen.every or opts.reasoning_started or opts.trim_blanks or opts.prompt_tail else 0
+        # (schema_guided with tools: a call may be in any content, so every delta goes to the scrubber)
+        self._floor = (
+            1
+            if self.screen.every or opts.reasoning_started or opts.trim_blanks or opts.prompt_tail or opts.guided
+            else 0
+        )
         self.recovered = 0  #: tool calls recovered and emitted so far (streamed ones once ended), all choices
         #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
         self.abandoned = 0

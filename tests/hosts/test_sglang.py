@@ -235,9 +235,9 @@ def test_has_tool_call_misses_nothing(impl, tc, text):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (PLAIN, False),
-        ("<think>Maybe get_time.</think>It is noon.", False),
-        ("I know: [1, 2] {x}", False),
+        ("Paris is sunny today, 24 degrees.", False),  # no character a call's markup or arguments begin with
+        (PLAIN, True),  # a "<": a schema-guided call's key/value markup may begin with it (the default)
+        ("I know: [1, 2] {x}", True),  # a "{": a schema-guided call's arguments may
         ('<tool_call>{"name": "x"}</tool_call>', True),
         ('  {"name": "get_time"}', True),
         ('Here:\n   [{"name": "get_time"}]', True),
@@ -246,6 +246,12 @@ def test_has_tool_call_misses_nothing(impl, tc, text):
 )
 def test_has_tool_call(text, expected):
     assert make_parser().has_tool_call(text) is expected
+
+
+def test_has_tool_call_without_schema_guided_recovery(monkeypatch):
+    monkeypatch.setattr(ts.TextcallsDetector, "recovery", {**ts.TextcallsDetector.recovery, "schema_guided": False})
+    for text in (PLAIN, "<think>Maybe get_time.</think>It is noon.", "I know: [1, 2] {x}"):
+        assert make_parser().has_tool_call(text) is False
 
 
 def test_reasoning_is_left_to_sglang(impl):

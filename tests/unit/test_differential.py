@@ -754,6 +754,54 @@ def piece(g: G) -> str:
     return "".join(g.pick(ALPHABET) for _ in range(g.rng.randint(1, 6)))
 
 
+GUIDED_VALUES = ["Oslo", "42", "4.5", "true", "null", "x y", '"q"', "'s'", "[1]", "{}", "a < b", "", "\n", "é", '<|"|>']
+
+
+def guided_call(g: G, opts: dict) -> str:
+    """A call of an offered tool (mostly) in the shapes the schema-guided stage reads (``_guided``), with
+    arguments its schema may or may not accept, sometimes unfinished, with leftover tokens around."""
+    offered = [t["function"]["name"] for t in opts.get("tools") or []]
+    name = g.pick(offered) if offered and g.chance(0.85) else g.pick(NAMES)
+    keys = g.rng.sample(PARAMS, g.rng.randint(0, 3))
+    vals = [g.pick(GUIDED_VALUES) for _ in keys]
+    r = g.rng.random()
+    if r < 0.2:
+        body = "".join(f"<{k}>{v}</{k}>" + g.pick(["\n", ""]) for k, v in zip(keys, vals, strict=True))
+        text = f"<{name}>" + g.pick(["\n", ""]) + body + g.pick([f"</{name}>", "", f"</{name}"])
+    elif r < 0.35:
+        body = "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in zip(keys, vals, strict=True))
+        text = g.pick(["[Calling tool: ", "[tool: ", '<invoke name="']) + name + g.pick(["]\n", '">\n', " "]) + body
+        text += g.pick(["</invoke>", "", "</invoke>\n</minimax:tool_call>"])
+    elif r < 0.5:
+        body = ",".join(f"{k}:{v}" for k, v in zip(keys, vals, strict=True))
+        text = g.pick(["call:", "default_api:", "", "functions."]) + name + "{" + body + g.pick(["}", "}", ""])
+    elif r < 0.65:
+        body = ", ".join(
+            f"{k}={v if v[:1] in '[{' or v in ('42', '4.5') else repr(v)}" for k, v in zip(keys, vals, strict=True)
+        )
+        text = g.pick(["", "<call>", "[", "<|python_tag|>"]) + name + "(" + body + g.pick([")", ")", "", ")]"])
+    elif r < 0.8:
+        body = "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in zip(keys, vals, strict=True))
+        text = name + g.pick(["", "\n"]) + body + g.pick(["", "</tool_call>", "<|user|>"])
+    elif r < 0.9:
+        body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in zip(keys, vals, strict=True))
+        text = g.pick(["<parameter=", "<function="]) + name + ">\n" + body + g.pick(["</function>", ""])
+    else:
+        args = json.dumps(dict(zip(keys, vals, strict=True)))
+        text = json.dumps({"name": name, "arguments": json.loads(args)}) + g.pick(["<|eot_id|>", "", "</s>", " x"])
+    return text
+
+
+def guided_text(g: G, opts: dict) -> str:
+    """Prose and schema-guided candidates, on lines of their own (or not), leading, trailing or between."""
+    parts = []
+    for _ in range(g.rng.randint(1, 3)):
+        if g.chance(0.6):
+            parts.append(prose(g, g.pick([0, 1, 3])))
+        parts.append(g.pick(["\n", "\n\n", "", " ", "\n    ", "\n```\n", "`"]) + guided_call(g, opts))
+    return "".join(parts) + g.pick(["", "", "\n", "\nDone.", " more"])
+
+
 def gen_text(g: G, opts: dict) -> str:
     text = _gen_text(g, opts)
     if text and g.chance(0.1):  # the message ends inside something: a block without its closer, say
@@ -789,6 +837,8 @@ def _gen_text(g: G, opts: dict) -> str:
         )
     if opts.get("tools") is not None and g.chance(0.25):
         return bare_text(g, opts)
+    if opts.get("tools") is not None and g.chance(0.25):
+        return guided_text(g, opts)
     if g.streamed and g.chance(0.35):
         return streamed_text(g, opts)
     r = g.rng.random()
@@ -868,6 +918,8 @@ def gen_options(g: G) -> dict:
             }
             for n in names
         ]
+    if opts.get("tools") is not None and g.chance(0.15):
+        opts["schema_guided"] = False
     if g.chance(0.5):
         opts["unknown_tools"] = g.pick(["keep_text", "drop", "accept"])
     if g.chance(0.5):
@@ -1320,6 +1372,10 @@ def check_screens(case: dict, text: str, parsed) -> list:
         return p.removed == 0 and not p.calls and p.content == whole and not p.reasoning
 
     options = case["options"]
+    if options.get("tools") is not None and options.get("schema_guided", True):
+        # the schema-guided stage needs no markup: with it on, the layers read every text (stream._floor,
+        # chat_bytes); the screens answer for what the rest of parse does
+        parsed = parse(text, **{**plain(options), "schema_guided": False})
     if options.get("tools") is not None and not untouched(parsed):
         # with tools, a bare JSON call needs no markup: the raw forms answer for what parse does without
         # tools, and a response body's forms are screened by may_hold_bare_call as well

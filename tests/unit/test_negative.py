@@ -23,16 +23,6 @@ CASES = [
     for line in (pathlib.Path(__file__).parent.parent / "field" / "negative.jsonl").read_text("utf-8").splitlines()
 ]
 FALSE_CALLS = {
-    # markup quoted in an inline code span (`…`) in prose: a fence makes markup text, a code span does not yet
-    "neg-0112": "inline code span",
-    "neg-0129": "inline code span",
-    "neg-0178": "inline code span",
-    "neg-0180": "inline code span",
-    # a format shown with placeholders in prose, unfenced (a PR description)
-    "neg-0133": "placeholder markup in prose",
-    "neg-0150": "placeholder markup in prose",
-    "neg-0174": "placeholder markup, indented in prose",
-    "neg-0167": "placeholder markup with an elided name (…) in prose",
     # an example of model output in a PR's context, its fence lost where the page was read
     "neg-0134": "an output example without its fence",
 }

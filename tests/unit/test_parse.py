@@ -265,7 +265,7 @@ def test_non_ascii_text_of_every_width(impl, tc):
 QUIET_OPTIONS = [
     {},
     {"code_fences": False},
-    {"tools": [{"type": "function", "function": {"name": "get_weather"}}]},
+    {"tools": [{"type": "function", "function": {"name": "get_weather"}}], "schema_guided": False},
     {"formats": ["hermes"]},
     {"formats": ["harmony", "harmony_text"]},
 ]
@@ -276,7 +276,8 @@ QUIET_OPTIONS = [
     [
         ({}, ("<", "[")),  # a code fence only keeps markup as text: without markup, it changes nothing
         ({"code_fences": False}, ("<", "[")),
-        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, ("<", "[", "{")),
+        ({"tools": [{"type": "function", "function": {"name": "f"}}], "schema_guided": False}, ("<", "[", "{")),
+        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, None),  # a call may be in any markup
         ({"formats": ["hermes"], "code_fences": False}, ("<",)),
         ({"formats": ["harmony_text"], "code_fences": False}, ("<", "f")),  # "to=" found at its "f"
         ({"formats": ["hermes", "json_message"]}, None),  # a whole-message format reads every text

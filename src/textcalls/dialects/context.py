@@ -7,7 +7,7 @@ import math
 
 from ..relaxed_json import NO_VALUE
 
-__all__ = ["Context"]
+__all__ = ["Context", "convert_text", "schema_kinds"]
 
 
 class Context:
@@ -18,10 +18,11 @@ class Context:
     a value that does not fit, or a parameter without a schema, stays the string ``text``.
     """
 
-    __slots__ = ("_params",)
+    __slots__ = ("_params", "_schemas")
 
     def __init__(self, tools=None) -> None:
         self._params: dict | None = None
+        self._schemas: dict = {}
         if tools is None:
             return
         if not isinstance(tools, list):
@@ -36,6 +37,7 @@ class Context:
             schema = fn.get("parameters")
             props = schema.get("properties") if isinstance(schema, dict) else None
             self._params[fn["name"]] = props if isinstance(props, dict) else {}
+            self._schemas[fn["name"]] = schema if isinstance(schema, dict) else {}
 
     @property
     def has_tools(self) -> bool:
@@ -45,19 +47,27 @@ class Context:
         """Whether ``tool`` was offered (always True when no tools were given)."""
         return self._params is None or tool in self._params
 
+    def names(self) -> list[str]:
+        """The offered tools' names (none without tools)."""
+        return list(self._params or ())
+
+    def schema(self, tool: str) -> dict:
+        """``tool``'s ``parameters`` schema as given (``{}`` when it has none)."""
+        return self._schemas.get(tool, {})
+
     def value(self, tool: str, param: str, text: str):
         """``text`` typed by the schema of ``tool``'s parameter ``param``; the string itself otherwise."""
         if not self._params:
             return text
         schema = self._params.get(tool, {}).get(param)
-        for t in _kinds(schema):
-            typed = _convert(t, text.strip())
+        for t in schema_kinds(schema):
+            typed = convert_text(t, text.strip())
             if typed is not NO_VALUE:
                 return typed
         return text
 
 
-def _kinds(schema) -> list:
+def schema_kinds(schema) -> list:
     """The JSON types a parameter's ``schema`` allows, in order: its ``type`` (a name or a list), else the
     types of its ``anyOf`` / ``oneOf`` members (Pydantic writes ``Optional[int]`` as ``anyOf: [{type:
     integer}, {type: null}]``), one level deep."""
@@ -75,7 +85,7 @@ def _kinds(schema) -> list:
     return out
 
 
-def _convert(kind, text: str):
+def convert_text(kind, text: str):
     if kind == "string":
         return NO_VALUE
     if kind == "integer":

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import cast
 
 from .. import _kernels
-from .._calls import make_call
+from .._calls import make_call, placeholder
 from ..markers import ARGUMENT_KEYS, DEEPSEEK, DEEPSEEK_SEP, HERMES
 from ..relaxed_json import NO_VALUE, decode, strip_fence
 from ..toolcall import ToolCall
@@ -394,7 +394,8 @@ def _bare_call(item: object, ctx: Context) -> ToolCall | None:
             args = json.loads(args) if args.strip() else {}
         except (ValueError, RecursionError):
             return None
-    return make_call(name, {} if args is None else args)
+    call = make_call(name, {} if args is None else args)
+    return None if call is None or placeholder(call) else call  # (a format's description: text)
 
 
 # --- a name outside the JSON ----------------------------------------------------------------

@@ -33,7 +33,7 @@ from ..toolcall import EncodedString, ToolCall
 from .context import Context
 from .jsonlike import json_calls
 
-__all__ = ["GRAMMARS", "builtin_call", "pythonic_lines", "pythonic_list", "pythonic_message"]
+__all__ = ["GRAMMARS", "builtin_call", "keyword_arguments", "pythonic_lines", "pythonic_list", "pythonic_message"]
 
 #: Starts like a call list or a call: ``[`` or a (dotted) identifier and ``(``.
 _CALL_SHAPED = re.compile(r"\[|[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*\s*\(")
@@ -198,6 +198,13 @@ NODES_MAX = 4096
 
 def _too_many_nodes(text: str) -> bool:
     return _kernels.impl.too_many_python_nodes(text, NODES_MAX)
+
+
+def keyword_arguments(text: str) -> dict | None:
+    """The arguments of ``text``, one call expression ``f(k=v, …)``, read as this dialect reads them; ``None``
+    if it is not one."""
+    calls = _parse_calls(text)
+    return json.loads(calls[0].arguments) if calls and len(calls) == 1 else None
 
 
 def _parse_calls(text: str, cut: bool = True) -> list[ToolCall] | None:
