@@ -1119,6 +1119,8 @@ cdef class StreamScrubber:
         if len(self.calls):
             self._guided = None
             return guided.release() + text
+        if self._gq and _find(PyUnicode_KIND(text), PyUnicode_DATA(text), 0, PyUnicode_GET_LENGTH(text), 0x0A) < 0:
+            return text  # what the stage would give (quiet: inside a line, nothing held)
         text = guided.text(text)
         self._gq = guided.quiet
         return text

@@ -92,21 +92,23 @@ PLACEHOLDER_NAMES = frozenset(
     {"name", "func", "function", "function_name", "func_name", "fn", "fn_name", "tool_name", "tool_call_name"}
     | {"your_function", "my_function", "NAME", "FUNCTION_NAME", "TOOL_NAME", "FUNC_NAME", "functionName", "toolName"}
 )
-#: Strings that stand for a value in a format's description (``{"key": "value"}``, ``subject='...'``)
-PLACEHOLDER_VALUES = frozenset(
-    {"value", "value1", "value2", "value3", "val", "...", "…", "<value>", "VALUE", "VALUE1", "<...>", "xxx"}
-)
+#: Strings that stand for a value in a format's description (``{"key": "value"}``), under a key that stands for a key
+PLACEHOLDER_VALUES = frozenset({"value", "value1", "value2", "value3", "val", "<value>", "VALUE", "VALUE1"})
+PLACEHOLDER_KEYS = frozenset({"key", "key1", "key2", "arg", "arg1", "arg2", "argument", "param", "param1", "param2"})
+#: Strings that stand for an elided value, under any key (``subject='...'``)
+ELISIONS = frozenset({"...", "…", "<...>", "<…>", "xxx"})
 #: A description's example is short: longer arguments are never read as placeholders (nor searched)
 PLACEHOLDER_MAX = 256
 _PLACEHOLDER_HINTS = ("value", "VALUE", "...", "…", "val", "xxx")
-#: What no function's name holds (a template's expression): quotes, brackets, operators (a blank may: "Web Search")
-_NOT_A_NAME = re.compile(r"[\"'`<>{}\[\]|+;=\\]")
+#: What no function's name holds (a template's expression): quotes, a backslash, a "+" (a blank may: "Web Search")
+_NOT_A_NAME = re.compile(r"[\"'`+\\]")
 
 
 def placeholder(call: ToolCall) -> bool:
     """Whether ``call`` is a format's description rather than a call: a name no function can have (a template
     expression, no letter or digit), a placeholder name (``function_name``) without arguments, or arguments whose
-    strings all stand for a value (``{"key": "value"}``, ``'...'``). Such a block stays text (``_table``)."""
+    strings all stand for a value (``{"key": "value"}``; an elision, ``'...'``, under any key). Such a block
+    stays text (``_table``)."""
     name = call.name
     if _NOT_A_NAME.search(name) or not any(c.isalnum() for c in name):
         return True
@@ -114,6 +116,10 @@ def placeholder(call: ToolCall) -> bool:
     if len(arguments) > PLACEHOLDER_MAX or not any(hint in arguments for hint in _PLACEHOLDER_HINTS):
         return arguments == "{}" and name in PLACEHOLDER_NAMES
     values = json.loads(arguments)
-    strings = [v for v in values.values() if isinstance(v, str)]
+    strings = [(k, v.strip()) for k, v in values.items() if isinstance(v, str)]
     scalars = all(v is None or isinstance(v, (str, int, float, bool)) for v in values.values())
-    return bool(strings) and scalars and all(v.strip() in PLACEHOLDER_VALUES for v in strings)
+    return (
+        bool(strings)
+        and scalars
+        and all(v in ELISIONS or (v in PLACEHOLDER_VALUES and k in PLACEHOLDER_KEYS) for k, v in strings)
+    )

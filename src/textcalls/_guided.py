@@ -99,22 +99,40 @@ class Guided:
     stage is then off); ``end(s, truncated)`` ends the message: ``(text, calls)``. ``quiet`` is True when a
     text without a line break would go through ``text`` unchanged (what the scanners' short paths test)."""
 
-    __slots__ = ("_ctx", "_max", "_fences", "_names", "_held", "_mode", "_lead", "_fence", "_region_len", "quiet")
+    __slots__ = (
+        "_ctx",
+        "_max",
+        "_fences",
+        "_names",
+        "_skip",
+        "_held",
+        "_mode",
+        "_lead",
+        "_fence",
+        "_region_len",
+        "quiet",
+    )
 
     def __init__(self, ctx: Any, max_block: int, code_fences: bool = True) -> None:
         self._ctx = ctx
         self._max = max_block  # a candidate's markup may be at most this long (as a block's body)
         self._fences = code_fences  # markup inside a markdown fence is text
-        names: dict[str, list[str]] = {}
-        for name in sorted(ctx.names(), key=len, reverse=True):
-            if name:
-                names.setdefault(name[0], []).append(name)
-        self._names = names
+        memo = ctx.memo.get("guided")
+        if memo is None:  # built once per Context (a request's tools), shared by its scrubbers
+            names: dict[str, list[str]] = {}
+            for name in sorted(ctx.names(), key=len, reverse=True):
+                if name:
+                    names.setdefault(name[0], []).append(name)
+            # a line break before a line whose first character may begin a head, a fence or a blank line
+            firsts = "".join(sorted(set(names) | _NAMESPACE_FIRSTS | set("<[({`~")))
+            memo = ctx.memo["guided"] = (names, re.compile(r"\n(?=[ \t\r\n]*[" + re.escape(firsts) + "])"))
+        self._names, self._skip = memo
         self._held = ""  # from a line's start (its head undecided), or from a head's line (a region)
         self._mode = 0  # 0: at a line's start, 1: inside a line (its head decided), 2: in a region
         self._lead = True  # nothing but blanks shown so far
         self._fence = False  # inside a markdown fence
         self._region_len = 0
+        self.quiet = False
 
     # --- streaming ---------------------------------------------------------------------------------------
 
@@ -175,17 +193,23 @@ class Guided:
                 out.append(self._grow(s[p:]) if p else self._grow(s))
                 return "".join(out)
             i = s.find("\n", p)
-            line = s[p:] if i < 0 else s[p : i + 1]
-            if self._fences and _FENCE.match(line):
+            if self._fences and _FENCE.match(s, p, n if i < 0 else i):
                 self._fence = not self._fence
-            if self._lead and line.strip(_BLANK):
-                self._lead = False
-            out.append(line)
             if i < 0:
+                line = s[p:]
+                if self._lead and line.strip(_BLANK):
+                    self._lead = False
+                out.append(line)
                 self._held = ""
                 self._mode = 1
                 return "".join(out)
-            p = i + 1
+            # the lines after it whose first character can begin no head (nor a fence) go out unread
+            m = self._skip.search(s, i)
+            q = m.start() + 1 if m else s.rfind("\n", i) + 1
+            if self._lead and s[p:q].strip(_BLANK):
+                self._lead = False
+            out.append(s[p:q])
+            p = q
         self._held = ""
         self._mode = 0
         return "".join(out)

@@ -491,6 +491,8 @@ class StreamScrubber:
         if self.calls:
             self._guided = None
             return guided.release() + text
+        if guided.quiet and "\n" not in text:
+            return text  # what the stage would give (quiet: inside a line, nothing held)
         return guided.text(text)
 
     def _guided_end(self, text: str, truncated: bool) -> str:

@@ -122,18 +122,22 @@ class Options:
 
     def _quiet(self) -> tuple[str, ...] | None:
         """The characters without which a text is all content, as it is (what can begin markup: the first
-        character of every literal, the anchors of plain-word openers, ``{`` and ``[`` with tools; code fences
+        character of every literal, the anchors of plain-word openers, ``{`` and ``[`` with tools, ``(`` too with
+        schema-guided recovery; code fences
         only ever keep markup as text, so a backtick is not one of them); ``None`` when there are none such (a
         whole-message format is enabled, or the text begins inside reasoning or after a ``prompt_tail``)."""
         table = self.table
-        if table.whole or self.reasoning_started or self.prompt_tail or self.guided:
+        if table.whole or self.reasoning_started or self.prompt_tail:
             return None
-        key = ("quiet", self.ctx.has_tools)  # the same for every Options of this table: built once
+        guided = self.guided
+        key = ("quiet", self.ctx.has_tools, guided)  # the same for every Options of this table: built once
         quiet = table.derived.get(key)
         if quiet is None:
             chars = {literal[0] for literal in table.literals} | {anchor for _, anchor, _ in table.anchored}
             if self.ctx.has_tools:
                 chars |= {"{", "["}
+            if guided:  # a schema-guided call's arguments open with one of "{", "(" or "<" (_guided)
+                chars |= {"{", "(", "<"}
             quiet = table.derived[key] = tuple(sorted(chars))
         return quiet
 

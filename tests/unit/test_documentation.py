@@ -68,18 +68,20 @@ def test_any_split_of_code_spans_gives_what_parse_gives(impl, tc, parts, data):
     ("name", "arguments", "is_placeholder"),
     [
         ("function_name", {"key": "value"}, True),
-        ("get_weather", {"city": "value"}, True),  # every string a placeholder
+        ("get_weather", {"key": "value"}, True),  # every string a placeholder, under a placeholder key
+        ("get_weather", {"city": "value"}, False),  # "value" under a real key: a value
         ("TaskCreate", {"subject": "...", "description": "…"}, True),
         ("func_name", {"key": "value", "num": 42}, True),  # numbers may stand beside them
         ("function_name", {}, True),
         ("' + tool['function']['name'] + '", {}, True),  # a template's expression is no name
         ("…", {}, True),
         ("get_weather", {"city": "Oslo"}, False),
-        ("get_weather", {"city": "value", "days": "3"}, False),  # one real value: a call
+        ("get_weather", {"city": "...", "days": "3"}, False),  # one real value: a call
         ("get_weather", {}, False),
         ("function_name", {"city": "Oslo"}, False),
         ("set", {"key": "value", "nested": {"a": 1}}, False),  # structure beyond scalars
         ("Web Search", {"query": "x"}, False),  # a blank may be in a name
+        ('g<｜tool▁sep｜>{"a":1}', {}, True),  # a quote: no function's name
         ("write_file", {"content": "value" * 100}, False),
         ("write_file", {"content": "...", "path": "a" * 300}, False),  # long arguments are never placeholders
     ],
@@ -94,6 +96,7 @@ def test_what_is_a_placeholder(name, arguments, is_placeholder):
         '<tool_call>{"name": "function_name", "arguments": {"key": "value"}}</tool_call>',
         "<function=name>\n<parameter=key>\nvalue\n</parameter>\n</function>",
         '<minimax:tool_call><invoke name="func"><parameter name="arg">value</parameter></invoke></minimax:tool_call>',
+        "<tool_call>\n<function=write_file>\n<parameter=content>\n...\n</parameter>\n</function>\n</tool_call>",
         '[TOOL_CALLS]get_weather[ARGS]{"city": "..."}',
     ],
 )

@@ -266,6 +266,7 @@ QUIET_OPTIONS = [
     {},
     {"code_fences": False},
     {"tools": [{"type": "function", "function": {"name": "get_weather"}}], "schema_guided": False},
+    {"tools": [{"type": "function", "function": {"name": "get_weather"}}]},
     {"formats": ["hermes"]},
     {"formats": ["harmony", "harmony_text"]},
 ]
@@ -277,7 +278,8 @@ QUIET_OPTIONS = [
         ({}, ("<", "[")),  # a code fence only keeps markup as text: without markup, it changes nothing
         ({"code_fences": False}, ("<", "[")),
         ({"tools": [{"type": "function", "function": {"name": "f"}}], "schema_guided": False}, ("<", "[", "{")),
-        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, None),  # a call may be in any markup
+        # schema-guided: a call's arguments open with "{", "(" or "<", whatever its markup
+        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, ("(", "<", "[", "{")),
         ({"formats": ["hermes"], "code_fences": False}, ("<",)),
         ({"formats": ["harmony_text"], "code_fences": False}, ("<", "f")),  # "to=" found at its "f"
         ({"formats": ["hermes", "json_message"]}, None),  # a whole-message format reads every text

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textcalls import _scan_py, parse
+from textcalls._calls import placeholder
 from textcalls._json_rules import strict_surrogates
 from textcalls._table import JSON_OUTSIDE, json_proof
 from textcalls.dialects.jsonlike import _all_calls, as_written, call_from_block
@@ -668,8 +669,8 @@ BEGIN, END = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", "<｜too
         # an ASCII opener: the grammar makes every separator full-width first, so the call's name is all
         # that follows the first one (and no arguments follow a line break)
         (
-            f'{BEGIN.replace(chr(0xFF5C), "|")}f{ASCII_SEP}g{SEP}{{"a":1}}{END.replace(chr(0xFF5C), "|")}',
-            [(f'g{SEP}{{"a":1}}', "{}", "deepseek")],
+            f"{BEGIN.replace(chr(0xFF5C), '|')}f{ASCII_SEP}g{SEP}{{a:1}}{END.replace(chr(0xFF5C), '|')}",
+            [(f"g{SEP}{{a:1}}", "{}", "deepseek")],
             0,
         ),
         # a full-width opener with an ASCII separator: no separator to the grammar, so no call
@@ -787,8 +788,8 @@ def test_the_object_the_lexer_read_is_taken_only_where_the_grammar_reads_it(impl
     grammar = call_from_block(family, body)
     parsed = tc.parse("x " + opener + body + closer)
     assert [(c.name, c.arguments) for c in parsed.calls] == (
-        [] if grammar is None else [(grammar.name, grammar.arguments)]
-    )
+        [] if grammar is None or placeholder(grammar) else [(grammar.name, grammar.arguments)]
+    )  # (a name no function can have, such as '{"k": 1}', makes a format's description: text)
 
 
 def lexer_stops(text):

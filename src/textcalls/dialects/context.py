@@ -18,11 +18,12 @@ class Context:
     a value that does not fit, or a parameter without a schema, stays the string ``text``.
     """
 
-    __slots__ = ("_params", "_schemas")
+    __slots__ = ("_params", "_schemas", "memo")
 
     def __init__(self, tools=None) -> None:
         self._params: dict | None = None
         self._schemas: dict = {}
+        self.memo: dict = {}  #: what a reader derives from the tools once (``_guided``'s names)
         if tools is None:
             return
         if not isinstance(tools, list):
