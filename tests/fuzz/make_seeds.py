@@ -126,6 +126,14 @@ def dictionary() -> str:
         '"index":1',
         ": ping",
         "\ufeff",
+        # schema-guided heads (textcalls._guided): the harness's tool names, a label, a namespace, keyword args
+        "get_weather",
+        "lookup",
+        "[Calling tool: ",
+        "default_api:",
+        "(city='",
+        '<param name="',
+        "`",
     }
     lines = []
     for word in sorted(words):

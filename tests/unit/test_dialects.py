@@ -671,3 +671,38 @@ def test_a_tool_call_body_may_name_its_tool_in_a_tag_then_give_json(mod):
     assert p.content == "Let me check."
     content, _, calls, _ = feed_in_pieces(mod, text, [20, 33, 40])
     assert content.strip() == p.content and calls == [(c.name, c.arguments) for c in p.calls]
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@pytest.mark.parametrize(
+    ("text", "tools", "calls"),
+    [
+        # field sample glm-01: GLM's first <arg_key> left out, the name and the key run together; with tools the
+        # offered name tells them apart
+        (
+            "<tool_call>send_command_to_shellcommand</arg_key><arg_value>echo test</arg_value></tool_call>",
+            ["send_command_to_shell"],
+            [("send_command_to_shell", {"command": "echo test"})],
+        ),
+        # without tools nothing tells where the name ends: malformed, as before
+        ("<tool_call>send_command_to_shellcommand</arg_key><arg_value>echo test</arg_value></tool_call>", None, []),
+        # field sample minicpm5-01: a Functionary opener with XML values
+        (
+            '<function name="get_weather"><param name="location">Rome</param></function>',
+            ["get_weather"],
+            [("get_weather", {"location": "Rome"})],
+        ),
+        (
+            '<function name="get_weather"><param name="location">Rome</param></function>',
+            None,
+            [("get_weather", {"location": "Rome"})],
+        ),
+    ],
+)
+def test_damaged_cousins_read_with_the_dialects_rules(mod, text, tools, calls):
+    options = {"tools": [{"type": "function", "function": {"name": n}} for n in tools]} if tools else {}
+    p = mod.scan_whole(text, __import__("textcalls").Options(**options))
+    assert [(c.name, json.loads(c.arguments)) for c in p.calls] == calls
+    assert p.content == ""  # the markup goes: a call, or a malformed block
+    content, _, got, _ = feed_in_pieces(mod, text, [7, 19, 30], **options)
+    assert content.strip() == p.content and got == [(c.name, c.arguments) for c in p.calls]

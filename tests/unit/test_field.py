@@ -40,7 +40,6 @@ GAP_REASONS = {
     "minimax_m2-03": "garbled namespace tokens, no name",
     "minimax_m3-02": "stray </mm:think>",
     # damaged dialect blocks: the dialect's rule removes them as malformed before the schema-guided stage
-    "glm-01": "opening <arg_key> missing",
     "mistral-02": "[TOOL_CALLS] with invalid JSON is removed",
     "minimax_m3-01": "]<]minimax[>[ tokens as text",
     # not at a line's start, or a transcript line that is no call syntax: the schema-guided heads do not take them
@@ -52,7 +51,6 @@ GAP_REASONS = {
     "qwen3_coder-12": "ends inside an XML value, no closer",
     "bare_json-09": "two bare JSON calls separated by a space",
     "bare_json-10": '{"tool_calls": [...]} envelope around the call',
-    "minicpm5-01": "<function name=...> with <param name=K> parameters: the function block is malformed",
     "deepseek_dsml-05": "a '...' line (the reporter's elision) inside the DSML block",
     "kimi_k2-05": "damaged section closer '<|tool_calls_section_end|' stays in content",
 }

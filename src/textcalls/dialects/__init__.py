@@ -50,19 +50,27 @@ def hermes(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     tagged = _NAME_TAG.match(body, lo)
     if tagged:  # <function>NAME</function> then its JSON arguments (a Hermes cousin)
         return jsonlike.named_arguments(tagged.group(2), body[tagged.end() :])
-    if body.find("<arg_key>", lo, hi) >= 0 or (
-        _GLM_NAME.fullmatch(body, lo, hi) and (body.startswith("\n", hi) or (ctx.has_tools and ctx.known(body[lo:hi])))
+    if (
+        body.find("<arg_key>", lo, hi) >= 0
+        or body.find("</arg_key>", lo, hi) >= 0
+        or (
+            _GLM_NAME.fullmatch(body, lo, hi)
+            and (body.startswith("\n", hi) or (ctx.has_tools and ctx.known(body[lo:hi])))
+        )
     ):
         return xml.glm(opener, body, ctx)
     return jsonlike.hermes_json(opener, body, ctx)
 
 
 def function(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
-    """``<function=NAME>`` / ``<function name="NAME">`` blocks: JSON arguments (Functionary v3.1), or
-    Qwen3-Coder parameter tags when the model left out the ``<tool_call>`` around them."""
+    """``<function=NAME>`` / ``<function name="NAME">`` blocks: JSON arguments (Functionary v3.1),
+    Qwen3-Coder parameter tags when the model left out the ``<tool_call>`` around them, or MiniCPM's
+    ``<param name="P">V</param>`` values."""
     if opener.startswith("<function=") and body.lstrip().startswith("<parameter="):  # (by the body's shape: a
         # JSON body's string may mention the tag)
         return xml.qwen3_xml(opener, opener + body + "</function>", ctx)
+    if opener.startswith("<function ") and body.lstrip().startswith("<param "):  # MiniCPM's XML values
+        return xml.function_params(opener, body, ctx)
     return jsonlike.function_tag(opener, body, ctx)
 
 

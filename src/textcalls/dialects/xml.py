@@ -193,6 +193,15 @@ MINIMAX_MARKUP: _Markup = _Markup(
     newline_params=True,
     starts=("<invoke", "</invoke", "<parameter", "</parameter"),
 )
+#: MiniCPM's ``<function name="F"><param name="P">V</param></function>`` (a Functionary opener, XML values)
+PARAM_MARKUP: _Markup = _Markup(
+    call=r"<function(?P<head>\s[^<>]*)?>",
+    end_call=r"</function\s*>",
+    param=r"<param(?P<head>\s[^<>]*)?>",
+    end_param=r"</param\s*>",
+    newline_params=True,
+    starts=("<function", "</function", "<param", "</param"),
+)
 STEP3_MARKUP: _Markup = _Markup(
     call=r"<steptml:invoke(?P<head>\s[^<>]*)?>",
     end_call=r"</steptml:invoke\s*>",
@@ -389,13 +398,17 @@ def qwen3_xml(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
 def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
     """GLM-4.5/4.6 ``NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>…`` and GLM-4.7/5 (no newlines).
 
-    NAME is the text before the first ``<arg_key>`` (the whole body if there is none), stripped;
+    NAME is the text before the first ``<arg_key>`` (the whole body if there is none), stripped; with tools,
+    a body whose first ``<arg_key>`` is missing (``NAMEkey</arg_key>…``) has it put back after an offered name;
     it must be non-empty and free of ``<``, ``>``, ``{`` and newlines. Values lose the
     layout around them (``trim_value``), but in GLM-4.7's compact body (``<arg_key>`` right after NAME, no
     whitespace between) where whitespace is data: there they are as written. They are typed by the schema
     (strings without one); no arguments gives ``{}``. ``[]`` when malformed.
     """
     cut = body.find("<arg_key>")
+    if cut < 0 and ctx.has_tools and 0 <= body.find("</arg_key>") < body.find("<arg_value>"):
+        repaired = _first_key_opened(body, ctx)
+        return [] if repaired is None else glm(opener, repaired, ctx)
     name = (body if cut < 0 else body[:cut]).strip()
     if not name or any(c in "<>{\n" for c in name):
         return []
@@ -410,6 +423,26 @@ def glm(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
         return []
     made = _typed_call(name, [(p.head, p) for p in call.params], ctx, not body[cut - 1].isspace())
     return [] if made is None else [made]
+
+
+def _first_key_opened(body: str, ctx: Context) -> str | None:
+    """A GLM body whose first ``<arg_key>`` is missing (``NAMEkey</arg_key><arg_value>…``): the opener put back
+    after the longest offered tool's name that the text before ``</arg_key>`` begins with and goes on past;
+    ``None`` when no offered name begins it."""
+    close = body.find("</arg_key>")
+    head = body[:close]
+    start = len(head) - len(head.lstrip())
+    for name in sorted(ctx.names(), key=len, reverse=True):
+        if head.startswith(name, start) and head[start + len(name) :].strip():
+            at = start + len(name)
+            return body[:at] + "<arg_key>" + body[at:]
+    return None
+
+
+def function_params(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
+    """A ``<function name="F">`` block whose body is ``<param name="P">V</param>…`` (MiniCPM): read as MiniMax-M2
+    invokes are, values typed by the schema. ``[]`` when malformed."""
+    return _attribute_calls(_Reader(opener + body + "</function>", PARAM_MARKUP).calls(), ctx)
 
 
 def minimax_m2(opener: str, body: str, ctx: Context) -> list[ToolCall] | None:
