@@ -16,7 +16,8 @@ included): it is the last word, never a second opinion. The rules, in the order 
    such namespace is decided at its first character.
 2. **Arguments.** From the head, one reader, chosen by what follows the name: a JSON object (strict, else the
    tolerant notation ``{key: value, …}`` with bare or quoted keys and values quoted by ``"``, ``'`` or Gemma's
-   ``<|"|>``, bare words read as text), also inside parentheses or after ``:``/``=``; pythonic keyword arguments
+   ``<|"|>``, bare words read as text), also inside parentheses, after ``:``/``=`` or on the next line (maybe in a
+   ``json`` fence, as DeepSeek writes after its separator); pythonic keyword arguments
    ``(k=v, …)``; or key/value markup, one shape or several: ``<parameter=K>V</parameter>``,
    ``<parameter name="K">V</parameter>`` (any quotes), ``<arg_key>K</arg_key><arg_value>V</arg_value>``,
    ``<K>V</K>``, a value in CDATA. A value must be closed (its closer, or the next key's opener): a call the model
@@ -73,7 +74,11 @@ _FENCE = re.compile(r"[ ]{0,3}(?:```|~~~)")
 _FENCE_START = re.compile(r"[ ]{0,3}(?:`{1,2}|~{1,2})")
 _INDENTED = re.compile(r"(?: {4}| {0,3}\t)")
 _TAIL_TOKEN = re.compile(r"[ \t]*(?:</[^<>\n]{1,64}>|<\|[^|\n]{1,40}\|>|<｜[^｜\n]{1,40}｜>|[\]\)}])")
-_LINE_OF_CLOSERS = re.compile(r"[ \t]*(?:</[^<>\n]{1,64}>|<\|[^|\n]{1,40}\|>|<｜[^｜\n]{1,40}｜>)+[ \t]*(?:\n|$)")
+_LINE_OF_CLOSERS = re.compile(
+    r"[ \t]*(?:(?:</[^<>\n]{1,64}>|<\|[^|\n]{1,40}\|>|<｜[^｜\n]{1,40}｜>)+|```)[ \t]*(?:\n|$)"
+)
+#: a markdown fence's opening line around a JSON object after a tool's name (``NAME\n```json\n{…}\n```\n``)
+_JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n")
 _DECODER = json.JSONDecoder()
 
 
@@ -495,6 +500,13 @@ def _opener_at(s: str, i: int) -> int:
         j += 1
         while j < n and s[j] in " \t":
             j += 1
+    if s.startswith("\n", j) or s.startswith("\r\n", j):  # the object on the next line, maybe in a fence
+        k = _blank_end(s, j)
+        fence = _JSON_FENCE.match(s, k)
+        if fence:
+            k = _blank_end(s, fence.end())
+        if s.startswith("{", k):
+            return k
     return j
 
 

@@ -786,9 +786,12 @@ def guided_call(g: G, opts: dict) -> str:
     elif r < 0.9:
         body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in zip(keys, vals, strict=True))
         text = g.pick(["<parameter=", "<function="]) + name + ">\n" + body + g.pick(["</function>", ""])
-    else:
+    elif r < 0.95:
         args = json.dumps(dict(zip(keys, vals, strict=True)))
         text = json.dumps({"name": name, "arguments": json.loads(args)}) + g.pick(["<|eot_id|>", "", "</s>", " x"])
+    else:  # the name, then its JSON arguments on the next line, maybe fenced
+        args = json.dumps(dict(zip(keys, vals, strict=True)))
+        text = name + g.pick(["\n", "\n```json\n", "\n```\n", " \n"]) + args + g.pick(["", "\n```", "```"])
     return text
 
 

@@ -142,6 +142,18 @@ RECOVERED = [
         "Found it.",
         id="param-closed-by-its-own-tag",
     ),
+    pytest.param(  # DeepSeek's name-then-JSON body, its tokens gone
+        'Checking.\nget_weather\n```json\n{"city": "Oslo"}\n```',
+        [("get_weather", {"city": "Oslo"})],
+        "Checking.",
+        id="name-then-fenced-json",
+    ),
+    pytest.param(
+        'get_weather\n{"city": "Oslo", "days": 2}\nI asked for two days.',
+        [("get_weather", {"city": "Oslo", "days": 2})],
+        "I asked for two days.",
+        id="name-then-json-on-the-next-line",
+    ),
 ]
 
 
@@ -174,6 +186,7 @@ KEPT = [
     pytest.param('{"name": "get_weather", "arguments": {"city": "Oslo"}, "note": 1}', id="a-json-object-with-more"),
     pytest.param('x\n{"name": "get_weather",\nget_weather(city=\'Oslo\')', id="inside-a-value-that-never-ends"),
     pytest.param("Code:\n    get_weather(city='Oslo')", id="an-indented-code-block"),
+    pytest.param('Example:\nget_weather\n{"city": "Oslo"}\nThat is how it is called.', id="name-then-json-mid-text"),
     # position: only a message's leading or trailing part
     pytest.param("First.\nget_weather(city='Oslo')\nThen the weather.", id="between-prose"),
     pytest.param("Example:\n```\nget_weather(city='Oslo')\n```", id="in-a-fence"),
@@ -294,6 +307,8 @@ HEADS = [
     "terminal is a tool",
     "<terminal>\n<command>never closed",
     '<tool_call>{"name": "bash", "arguments": {"command": "pwd"}}</tool_call>',
+    'get_weather\n```json\n{"city": "Oslo"}\n```',
+    'get_weather\n{"city": "Oslo", "days": "x"}',
 ]
 PROSE = [
     "Sure.",
