@@ -27,6 +27,7 @@ from .proxy import (
     HEALTH_PATH,
     IDLE_TIMEOUT,
     LOG_FORMATS,
+    LOOPS,
     MAX_CLIENTS,
     MAX_CONNECTIONS,
     MAX_REQUEST,
@@ -215,7 +216,16 @@ def _proxy(args, parser: argparse.ArgumentParser) -> int:
     except ValueError as e:
         parser.error(str(e))
     try:
-        run(upstream, host=host, port=port, native=args.native, workers=workers, log_format=args.log_format, **options)
+        run(
+            upstream,
+            host=host,
+            port=port,
+            native=args.native,
+            workers=workers,
+            log_format=args.log_format,
+            loop=args.loop,
+            **options,
+        )
     except ValueError as e:  # --workers on a platform or port that cannot have them
         parser.error(str(e))
     except ImportError as e:
@@ -444,6 +454,13 @@ def _main(argv: list[str] | None) -> int:
         default="text",
         choices=LOG_FORMATS,
         help="one line per request and per event, as text or as one JSON object (default text)",
+    )
+    proxy.add_argument(
+        "--loop",
+        default="asyncio",
+        choices=LOOPS,
+        help="the event loop each process serves on: asyncio's own, uvloop (pip install 'textcalls[uvloop]'), or "
+        "auto: uvloop where it is installed, else asyncio's (default asyncio)",
     )
     args = parser.parse_args(argv)
     if args.command == "proxy":

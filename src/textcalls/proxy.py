@@ -55,6 +55,7 @@ __all__ = [
     "IDLE_TIMEOUT",
     "LOG_FORMATS",
     "LOG_INTERVAL",
+    "LOOPS",
     "MAX_CLIENTS",
     "MAX_CONNECTIONS",
     "MAX_REQUEST",
@@ -121,6 +122,9 @@ METRICS_TOKEN_ENV = "TEXTCALLS_METRICS_TOKEN"
 #: The formats of ``run``'s log lines: ``logging``'s usual text, or one JSON object a line (``JsonFormatter``).
 LOG_FORMATS = ("text", "json")
 _TEXT_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+#: The event loops ``run`` can serve on: ``asyncio`` (the standard library's, the default), ``uvloop`` (``pip install
+#: 'textcalls[uvloop]'``: an error without it), ``auto`` (uvloop where it is installed, else asyncio's).
+LOOPS = ("auto", "asyncio", "uvloop")
 # A request body over this many bytes is read (JSON) and its tools checked in a worker thread, not on the event
 # loop, with Python-level hooks for objects and numbers: json's C reader holds the GIL for a whole document, and
 # a hook's bytecode is where the loop thread can take it back. A run of strings alone gives no such point
@@ -262,6 +266,54 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line)
+
+
+def _loop_name(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"loop must be a str, not {type(value).__name__}")
+    if value not in LOOPS:
+        raise ValueError(f"loop must be 'auto', 'asyncio' or 'uvloop', not {value!r}")
+    return value
+
+
+def _loop_factory(loop: str):
+    """What makes the event loop ``loop`` names (``LOOPS``): None for asyncio's own, else uvloop's ``new_event_loop``;
+    ImportError for ``uvloop`` without uvloop, which ``auto`` then does without."""
+    if loop == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if loop == "auto":
+            return None
+        raise ImportError("--loop uvloop needs uvloop: pip install 'textcalls[uvloop]' (not on Windows)") from None
+    return uvloop.new_event_loop
+
+
+def _run_on(factory, coro) -> None:
+    """``asyncio.run(coro)`` on a loop made by ``factory`` (None: asyncio's own)."""
+    if factory is None:
+        asyncio.run(coro)
+    elif sys.version_info >= (3, 11):
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(coro)
+    else:  # 3.10: no loop factory to give; asyncio.run makes its loop by the policy
+
+        class Policy(asyncio.DefaultEventLoopPolicy):
+            def new_event_loop(self):
+                return factory()
+
+        policy = asyncio.get_event_loop_policy()
+        asyncio.set_event_loop_policy(Policy())
+        try:
+            asyncio.run(coro)
+        finally:
+            asyncio.set_event_loop_policy(policy)
+
+
+def _running_loop_name() -> str:
+    """``uvloop`` or ``asyncio``: the event loop this coroutine runs on (for the banner)."""
+    return "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
 
 
 def _log_to_stderr(log_format: str) -> None:
@@ -1335,9 +1387,14 @@ def run(
     native: bool = True,
     workers: int = 1,
     log_format: str = "text",
+    loop: str = "asyncio",
     **options,
 ) -> None:
     """Serve until SIGTERM (then return) or Ctrl-C (KeyboardInterrupt propagates); ``options`` as ``start``.
+
+    ``loop`` (``LOOPS``): the event loop each process serves on: ``asyncio`` (the standard library's), ``uvloop``
+    (``pip install 'textcalls[uvloop]'``; ImportError without it) or ``auto`` (uvloop where it is installed, else
+    asyncio's). On uvloop, accepts that fail for want of descriptors are libuv's to handle: they are not logged.
 
     ``workers``: how many processes serve the port, this one and ``workers - 1`` children, each with its
     own event loop and upstream connections (``max_connections`` each), bound with SO_REUSEPORT so that
@@ -1353,9 +1410,10 @@ def run(
     """
     workers = _count("workers", workers)
     log_format = _log_format(log_format)
+    factory = _loop_factory(_loop_name(loop))
     _log_to_stderr(log_format)
     if workers == 1:
-        asyncio.run(_serve(upstream, host, port, native, options, False, None))
+        _run_on(factory, _serve(upstream, host, port, native, options, False, None))
         return
     if not hasattr(socket, "SO_REUSEPORT"):
         raise ValueError("workers > 1 needs SO_REUSEPORT, which this platform lacks")
@@ -1363,10 +1421,10 @@ def run(
         raise ValueError("workers > 1 needs a fixed port: each worker binds it")
     context = multiprocessing.get_context("spawn")  # no event loop or lock copied from this process
     store = context.RawArray("d", workers * SLOTS)  # the metrics: one row per worker, zeros
-    args = (upstream, host, port, native, options, log_format)
+    args = (upstream, host, port, native, options, log_format, loop)
     children = _Workers(context, _worker, args, store, range(1, workers))
     try:
-        asyncio.run(_serve(upstream, host, port, native, options, True, (store, 0), children=children))
+        _run_on(factory, _serve(upstream, host, port, native, options, True, (store, 0), children=children))
     finally:
         children.stop()
 
@@ -1488,14 +1546,22 @@ def _watch_parent(loop: asyncio.AbstractEventLoop, parent: int, gone) -> None:
 
 
 def _worker(
-    upstream: str, host: str, port: int, native: bool, options: dict, log_format: str, shared: tuple, parent: int
+    upstream: str,
+    host: str,
+    port: int,
+    native: bool,
+    options: dict,
+    log_format: str,
+    loop: str,
+    shared: tuple,
+    parent: int,
 ) -> None:
     """A child of ``run(workers=…)``: serve the same port until SIGTERM or until its parent (``parent``) dies."""
     if not _die_with_parent(parent):
         return
     _log_to_stderr(log_format)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C reaches the whole process group
-        asyncio.run(_serve(upstream, host, port, native, options, True, shared, parent=parent))
+        _run_on(_loop_factory(loop), _serve(upstream, host, port, native, options, True, shared, parent=parent))
 
 
 async def _serve(
@@ -1534,12 +1600,13 @@ async def _serve(
             host, port = address[:2]
             shown = f"[{host}]" if ":" in host else host
             log.info(
-                "textcalls proxy on http://%s:%d -> %s (%s, %s scanner)",
+                "textcalls proxy on http://%s:%d -> %s (%s, %s scanner, %s loop)",
                 shown,
                 port,
                 upstream,
                 "native" if native else "prompt-guided",
                 _scan.IMPLEMENTATION,
+                _running_loop_name(),
             )
         stop = asyncio.Event()
         why = ["SIGTERM"]

@@ -445,7 +445,7 @@ def test_the_textcalls_proxy_command(impl, gateway):
         banner = proc.stderr.readline()
         assert "textcalls proxy on http://127.0.0.1:" in banner, banner
         scanner = "python" if impl.__name__.endswith("_py") else "cython"
-        assert f"(prompt-guided, {scanner} scanner)" in banner
+        assert f"(prompt-guided, {scanner} scanner, asyncio loop)" in banner  # asyncio's loop by default
         url = banner.split(" on ")[1].split(" ")[0]
         content, calls, finish, _ = collect(
             gateway.client(url).chat.completions.create(
@@ -528,14 +528,18 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_REUSEPORT workers; /proc to count them")
-def test_workers_share_the_port_and_stop_together(gateway):
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_workers_share_the_port_and_stop_together(gateway, loop):
+    if loop == "uvloop":
+        pytest.importorskip("uvloop", reason="--loop uvloop needs uvloop (textcalls[uvloop])")
     with socket.socket() as probe:  # a free port: --workers needs a fixed one
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     args = ("--upstream", gateway.upstream_url, "--listen", f"127.0.0.1:{port}", "--prompt-guided", "--workers", "2")
-    with proxy_command(*args) as proc:
+    with proxy_command(*args, "--loop", loop) as proc:
         banners = [proc.stderr.readline() for _ in range(2)]  # one per worker
         assert all(f"textcalls proxy on http://127.0.0.1:{port} " in b for b in banners), banners
+        assert all(b.rstrip().endswith(f", {loop} loop)") for b in banners), banners  # each worker on that loop
         # one worker besides this process (multiprocessing's resource tracker is a child too)
         workers = [w for w in _children(proc.pid) if b"spawn_main" in pathlib.Path(f"/proc/{w}/cmdline").read_bytes()]
         assert len(workers) == 1

@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import socket
+import sys
 import threading
 import time
 from typing import NamedTuple
@@ -742,6 +743,7 @@ def test_the_flags_reach_the_proxy_with_their_defaults(monkeypatch):
         "port": 8787,
         "native": True,
         "log_format": "text",
+        "loop": "asyncio",
         "metrics_path": "/metrics",
         "health_path": "/healthz",
     }
@@ -814,3 +816,59 @@ def test_create_app_checks_its_settings(options, error, message):
     with pytest.raises(error) as exc:
         proxy.create_app("http://127.0.0.1:1", **options)
     assert str(exc.value) == message
+
+
+# --- the event loop (--loop) -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["trio", "UVLOOP", ""])
+def test_a_bad_loop_is_refused(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["proxy", "--upstream", "http://127.0.0.1:1", "--loop", value])
+    assert exc.value.code == 2
+    assert "argument --loop: invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["auto", "asyncio", "uvloop"])
+def test_the_loop_flag_reaches_the_proxy(value, monkeypatch):
+    calls = []
+    monkeypatch.setattr(proxy, "run", lambda upstream, **kw: calls.append(kw["loop"]))
+    assert main(["proxy", "--upstream", "http://127.0.0.1:1", "--loop", value]) == 0
+    assert calls == [value]
+
+
+def test_run_checks_its_loop():
+    with pytest.raises(ValueError, match="loop must be 'auto', 'asyncio' or 'uvloop', not 'trio'"):
+        proxy.run("http://127.0.0.1:1", loop="trio")
+    with pytest.raises(TypeError, match="loop must be a str, not NoneType"):
+        proxy.run("http://127.0.0.1:1", loop=None)
+
+
+def test_uvloop_asked_for_and_missing_is_a_clear_error_before_anything_starts(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # what an environment without it gives: ImportError
+    monkeypatch.setattr(proxy, "_serve", lambda *a, **k: pytest.fail("served without the loop asked for"))
+    with pytest.raises(ImportError, match=r"--loop uvloop needs uvloop: pip install 'textcalls\[uvloop\]'"):
+        proxy.run("http://127.0.0.1:1", loop="uvloop")
+    with pytest.raises(SystemExit) as exc:
+        main(["proxy", "--upstream", "http://127.0.0.1:1", "--loop", "uvloop"])
+    assert exc.value.code == 1
+    assert capsys.readouterr().err == (
+        "textcalls proxy: error: --loop uvloop needs uvloop: pip install 'textcalls[uvloop]' (not on Windows)\n"
+    )
+
+
+def test_auto_takes_uvloop_where_installed_else_asyncio(monkeypatch):
+    seen = []
+
+    async def record():
+        seen.append(proxy._running_loop_name())
+
+    with monkeypatch.context() as without:
+        without.setitem(sys.modules, "uvloop", None)
+        assert proxy._loop_factory("auto") is None
+    assert proxy._loop_factory("asyncio") is None
+    proxy._run_on(None, record())
+    uvloop = pytest.importorskip("uvloop")
+    assert proxy._loop_factory("auto") is proxy._loop_factory("uvloop") is uvloop.new_event_loop
+    proxy._run_on(uvloop.new_event_loop, record())
+    assert seen == ["asyncio", "uvloop"]
