@@ -810,7 +810,11 @@ class _Proxy:
         )
         connector = aiohttp.TCPConnector(limit=self.max_connections)
         self.slots = asyncio.Semaphore(self.max_connections)
-        async with aiohttp.ClientSession(connector=connector, auto_decompress=False, timeout=timeout) as self.session:
+        # no cookie jar: the session is every client's, so a cookie the upstream set for one must never go out with
+        # another's requests (a client's own Cookie header is relayed as it is)
+        async with aiohttp.ClientSession(
+            connector=connector, auto_decompress=False, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()
+        ) as self.session:
             yield
 
     @property

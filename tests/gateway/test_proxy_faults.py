@@ -818,6 +818,24 @@ def test_create_app_checks_its_settings(options, error, message):
     assert str(exc.value) == message
 
 
+# --- what the upstream session carries between clients ------------------------------------------------------------
+
+
+def test_a_cookie_the_upstream_sets_never_goes_out_with_other_requests(net):
+    # The proxy's upstream session is every client's: a cookie jar there would hand one client's cookie to all.
+    async def script(request, reader, writer):
+        writer.write(head(200, {"Content-Length": "2", "Set-Cookie": "session=alice-only; Path=/"}) + b"{}")
+        return True
+
+    stub = net.upstream(script)
+    port = net.proxy(stub.url.replace("127.0.0.1", "localhost"))  # a host name: cookies by IP are never kept
+    for _ in range(2):
+        reply = send(port, http("GET", "/v1/models"))
+        assert reply.status == 200 and reply.headers["set-cookie"] == "session=alice-only; Path=/"
+    send(port, http("GET", "/v1/models", headers={"Cookie": "mine=1"}))
+    assert [r[2].get("cookie") for r in stub.requests] == [None, None, "mine=1"]  # a client's own is relayed
+
+
 # --- the event loop (--loop) -----------------------------------------------------------------------------
 
 
