@@ -818,7 +818,7 @@ def test_create_app_checks_its_settings(options, error, message):
     assert str(exc.value) == message
 
 
-# --- what the upstream session carries between clients ------------------------------------------------------------
+# --- what the upstream session carries between clients; when a held answer's head goes out ----------------------
 
 
 def test_a_cookie_the_upstream_sets_never_goes_out_with_other_requests(net):
@@ -834,6 +834,42 @@ def test_a_cookie_the_upstream_sets_never_goes_out_with_other_requests(net):
         assert reply.status == 200 and reply.headers["set-cookie"] == "session=alice-only; Path=/"
     send(port, http("GET", "/v1/models", headers={"Cookie": "mine=1"}))
     assert [r[2].get("cookie") for r in stub.requests] == [None, None, "mine=1"]  # a client's own is relayed
+
+
+def test_an_answer_whose_first_bytes_are_all_held_still_sends_its_head_at_once(impl, net):
+    # The client learns that the answer started as soon as the upstream's did, even when recovery holds back every
+    # byte of it so far (the start of a tag): the head does not wait for the first bytes released.
+    release = asyncio.Event()
+
+    async def script(request, reader, writer):
+        first = content("<tool_")
+        framing = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+        writer.write(head(200, framing) + b"%x\r\n%s\r\n" % (len(first), first))
+        await writer.drain()
+        await release.wait()
+        for piece in [content('call>{"name": "get_time", "arguments": {}}</tool_call>'), FINISH, DONE]:
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    stub = net.upstream(script)
+    port = net.proxy(stub.url)
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as sock:
+        sock.sendall(chat())
+        sock.settimeout(HANG_GUARD)
+        seen = b""
+        while b"\r\n\r\n" not in seen:
+            data = sock.recv(65536)
+            assert data, "the proxy closed the connection"
+            seen += data
+        assert seen.startswith(b"HTTP/1.1 200 ") and not release.is_set()
+        net.loop.loop.call_soon_threadsafe(release.set)
+        while not ((parsed := _parse(seen)) and parsed[3]):
+            data = sock.recv(65536)
+            assert data, "the proxy closed the connection"
+            seen += data
+    assert sse(parsed[2]) == ("", [("get_time", {})], "tool_calls")
 
 
 # --- the event loop (--loop) -----------------------------------------------------------------------------
