@@ -36,10 +36,11 @@ def _alive(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def litellm_proxy(config: dict, workdir: Path, env: dict | None = None):
+def litellm_proxy(config: dict, workdir: Path, env: dict | None = None, args: tuple = ()):
     """Run ``litellm --config`` (``python -m litellm.proxy.proxy_cli``) with ``config`` (written as ``config.yaml`` in ``workdir``); yield
-    ``(base_url, master_key)`` once it answers. Its output goes to ``workdir/proxy.log``, shown in
-    the error when it does not start; it is stopped (terminated, then killed) at the end."""
+    ``(base_url, master_key)`` once it answers; ``args``: more of its flags (``--num_workers 2``). Its output goes to
+    ``workdir/proxy.log``, shown in the error when it does not start; it is stopped (terminated, then killed) at the
+    end."""
     key = "sk-" + secrets.token_hex(24)
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -64,6 +65,7 @@ def litellm_proxy(config: dict, workdir: Path, env: dict | None = None):
                 "127.0.0.1",
                 "--port",
                 str(port),
+                *args,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
