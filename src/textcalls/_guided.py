@@ -70,8 +70,8 @@ _LABEL = re.compile(r"\[[A-Za-z][\w -]{0,30}:[ \t]*")
 #: the words a line may open with, glued to a tool's name by ``:`` or ``.`` (later in a head, after markup, any word)
 _NAMESPACES = frozenset({"call", "default_api", "functions", "function", "tool", "tools", "api"})
 _NAMESPACE_FIRSTS = frozenset(word[0] for word in _NAMESPACES)
-_FENCE = re.compile(r"[ ]{0,3}(?:```|~~~)")
-_FENCE_START = re.compile(r"[ ]{0,3}(?:`{1,2}|~{1,2})")
+_FENCE = re.compile(r"[ ]{0,3}```")  # (backticks only, as the scanners' fences)
+_FENCE_START = re.compile(r"[ ]{0,3}`{1,2}")
 _INDENTED = re.compile(r"(?: {4}| {0,3}\t)")
 _TAIL_TOKEN = re.compile(r"[ \t]*(?:</[^<>\n]{1,64}>|<\|[^|\n]{1,40}\|>|<｜[^｜\n]{1,40}｜>|[\]\)}])")
 _LINE_OF_CLOSERS = re.compile(
@@ -129,7 +129,7 @@ class Guided:
                 if name:
                     names.setdefault(name[0], []).append(name)
             # a line break before a line whose first character may begin a head, a fence or a blank line
-            firsts = "".join(sorted(set(names) | _NAMESPACE_FIRSTS | set("<[({`~")))
+            firsts = "".join(sorted(set(names) | _NAMESPACE_FIRSTS | set("<[({`")))
             memo = ctx.memo["guided"] = (names, re.compile(r"\n(?=[ \t\r\n]*[" + re.escape(firsts) + "])"))
         self._names, self._skip = memo
         self._held = ""  # from a line's start (its head undecided), or from a head's line (a region)
@@ -237,14 +237,14 @@ class Guided:
     def head(self, s: str, p: int, final: bool) -> int | _Head:
         """Whether the line starting at ``s[p]`` is a head: a ``_Head``, ``_NOT``, or ``_MORE`` (the text ends
         before it can be told; never with ``final``). Reads at most ``LOOK`` characters from ``p``."""
-        if self._fence:
-            return _NOT
         end = min(len(s), p + LOOK)
         final = final or len(s) >= p + LOOK
-        if _FENCE.match(s, p, end) or _INDENTED.match(s, p, end):  # a fence, or an indented code block's line
+        if _FENCE.match(s, p, end):  # a fence's line
             return _NOT
         if self._fences and not final and _FENCE_START.fullmatch(s, p, end):
             return _MORE  # one or two backticks so far: a fence's line, maybe
+        if self._fence or _INDENTED.match(s, p, end):  # inside a fence, or an indented code block's line
+            return _NOT
         i, tokens = p, 0
         while True:
             while i < end and s[i] in _BLANK:
