@@ -278,7 +278,7 @@ class BareLead:
 
     - the message's start (``tail=False``): after leading blanks, one of: a JSON value that is a call or
       an array of calls (``dialects.jsonlike.bare_calls``: offered tools only), or several such values
-      separated by ``;`` (Llama 3), then only spaces or tabs up to a line break or the end of the message
+      separated by ``;`` (Llama 3) or by spaces, then only spaces or tabs up to a line break or the end of the message
       (the rest, from that line break, is content); or a single markdown fence (```` ``` ```` or
       ```` ```json ````) holding such a value that is the whole message;
     - the message's end (``tail=True``): from a ``{`` or ``[`` at the start of a content line, such
@@ -507,6 +507,9 @@ class BareLead:
                 if c == ";":
                     self.phase = _VALUE
                     i += 1
+                    continue
+                if c in "{[":  # the next value, after spaces (two calls written side by side)
+                    self.phase = _VALUE
                     continue
                 if c in "\r\n":
                     return i

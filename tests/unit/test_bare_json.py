@@ -38,6 +38,9 @@ def calls(parsed):
 # (text, content with tools, calls with tools)
 CALLS = [
     (CALL, "", [("get_weather", W)]),
+    # two values side by side at the message's start (field sample bare_json-09, pretty-printed there)
+    (CALL + " " + CALL, "", [("get_weather", W), ("get_weather", W)]),
+    (CALL + "  " + CALL + "\nThen more.", "Then more.", [("get_weather", W), ("get_weather", W)]),
     ('  \n{"name": "get_weather", "parameters": {"city": "Paris"}}\n\n', "", [("get_weather", W)]),
     ('{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}', "", [("get_weather", W)]),
     (
