@@ -110,6 +110,10 @@ cdef str _joined(str a, str b):
     return out
 
 
+cdef enum:
+    CUT_CLOSER_MIN = 8  # (_scan_py.CUT_CLOSER_MIN) a closing marker cut at the stream's end is markup from this long
+
+
 cdef inline Py_ssize_t _line_after(Py_ssize_t line, int kind, const void* d, Py_ssize_t start, Py_ssize_t end) noexcept:
     """The line state after text[start:end], from ``line`` before it: how many spaces (0-3) the current
     line has had and nothing else, or -1. Only the end of the text is read."""
@@ -1814,7 +1818,12 @@ cdef class StreamScrubber:
                     return C_HOLD
         for e in range(lo, hi):
             en = &spec.entries[e]
-            if _match(kind, d, n, i, &en.lit) != 1:
+            r = _match(kind, d, n, i, &en.lit)
+            if r != 1:
+                if r == -1 and final and self._cut_closer(s, i, p, en):
+                    a[0] = en.k  # the message ends inside its block's closing marker: it goes
+                    b[0] = n
+                    return C_MARKER
                 continue
             j = i + en.lit.n
             if en.block:
@@ -1907,6 +1916,15 @@ cdef class StreamScrubber:
                 b[0] = j
                 return C_MARKER
         return C_PROSE
+
+    cdef bint _cut_closer(self, str s, Py_ssize_t i, Py_ssize_t p, const Entry* en) except -1:
+        """At the end of the stream, ``s[i:]`` is the closing marker of the block just taken (only blanks
+        between), but for its last character (``<|tool_calls_section_end|``): the model stopped inside it."""
+        if en.block or PyUnicode_GET_LENGTH(s) - i != en.lit.n - 1 or en.lit.n < CUT_CLOSER_MIN:
+            return False
+        if en.before or en.reasoning:
+            return False
+        return self._after_block == en.dialect and _all_ws(s[p:i])
 
     cdef int _open_block(self, int k, str opener, Py_ssize_t gopen) except -1:
         self._opener = opener

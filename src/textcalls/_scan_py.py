@@ -213,6 +213,10 @@ def _value_tag(s: str, i: int, opening: str, head_end: str, final: bool) -> int:
 _HEAD_STOP = re.compile("[<>]")
 
 
+#: A closing marker cut at the stream's end is markup only when it is at least this long (``_cut_closer``)
+CUT_CLOSER_MIN = 8
+
+
 def _line_after(line: int, text: str, start: int = 0, end: int = -1) -> int:
     """The line state after ``text[start:end]`` (``end`` -1: its end), from ``line`` before it: how many
     spaces (0-3) the current line has had and nothing else, or -1. Only the end of it is read."""
@@ -943,6 +947,8 @@ class StreamScrubber:
                 return hold
             if r == 1:
                 matches.append(entry)
+            elif r == -1 and self._cut_closer(s, i, p, entry):
+                return ("marker", entry[2], n)  # the message ends inside its block's closing marker: it goes
         for lit, what, k in matches:
             j = i + len(lit)
             if what == "block":
@@ -996,6 +1002,17 @@ class StreamScrubber:
             elif self._after_block == marker.dialect and _all_ws(s[p:i]):
                 return ("marker", k, j)
         return ("prose", i + 1, 0)
+
+    def _cut_closer(self, s: str, i: int, p: int, entry) -> bool:
+        """At the end of the stream, ``s[i:]`` is the closing marker of the block just taken (only blanks
+        between), but for its last character (``<|tool_calls_section_end|``): the model stopped inside it."""
+        lit, what, k = entry
+        if what != "marker" or len(s) - i != len(lit) - 1 or len(lit) < CUT_CLOSER_MIN:
+            return False
+        marker = self._spec.table.markers[k]
+        if marker.before or marker.reasoning:
+            return False
+        return self._after_block == marker.dialect and _all_ws(s[p:i])
 
     def _open_block(self, k: int, opener: str, gopen: int) -> None:
         block = self._spec.table.blocks[k]

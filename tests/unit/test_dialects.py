@@ -706,3 +706,28 @@ def test_damaged_cousins_read_with_the_dialects_rules(mod, text, tools, calls):
     assert p.content == ""  # the markup goes: a call, or a malformed block
     content, _, got, _ = feed_in_pieces(mod, text, [7, 19, 30], **options)
     assert content.strip() == p.content and got == [(c.name, c.arguments) for c in p.calls]
+
+
+KIMI_BLOCK = "<|tool_calls_section_begin|> <|tool_call_begin|> functions.bash:0 <|tool_call_argument_begin|> {} <|tool_call_end|>"
+
+
+@pytest.mark.parametrize("mod", IMPLS)
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        # field sample kimi_k2-05: the section closer cut by its last character, where the output ends
+        ("Checking. " + KIMI_BLOCK + " <|tool_calls_section_end|", "Checking."),
+        ("Checking. " + KIMI_BLOCK + "\n<|tool_calls_section_end|", "Checking."),
+        # two characters missing, or text between: the text stays
+        ("Checking. " + KIMI_BLOCK + " <|tool_calls_section_en", "Checking.   <|tool_calls_section_en"),
+        ("Checking. " + KIMI_BLOCK + " ok <|tool_calls_section_end|", "Checking.   ok <|tool_calls_section_end|"),
+        # not after a block of its dialect
+        ("Checking <|tool_calls_section_end|", "Checking <|tool_calls_section_end|"),
+    ],
+)
+def test_a_closer_cut_at_the_very_end_after_its_block_goes(mod, text, content):
+    p = mod.scan_whole(text, __import__("textcalls").Options())
+    assert p.content == content
+    for cuts in ([len(text) - 3], [len(text) - 20, len(text) - 1], list(range(len(text) - 26, len(text)))):
+        got, _, calls, removed = feed_in_pieces(mod, text, cuts)
+        assert (got.strip(), calls, removed) == (p.content, [(c.name, c.arguments) for c in p.calls], p.removed)

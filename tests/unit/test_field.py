@@ -51,7 +51,6 @@ GAP_REASONS = {
     "qwen3_coder-12": "ends inside an XML value, no closer",
     "bare_json-10": '{"tool_calls": [...]} envelope around the call',
     "deepseek_dsml-05": "a '...' line (the reporter's elision) inside the DSML block",
-    "kimi_k2-05": "damaged section closer '<|tool_calls_section_end|' stays in content",
 }
 GAPS = frozenset(GAP_REASONS)
 
