@@ -42,7 +42,8 @@ def parse(
     of a span that closes as reasoning text; ``"extract"`` takes them all. In a span never closed a call
     is a call. ``reasoning_started=True``: the text begins inside a reasoning span (the prompt opened
     ``<think>``), so a lone ``</think>`` ends it.
-    Markup inside a markdown code fence in the content is text (``code_fences=False``: not so).
+    Markup inside a markdown code fence or an inline code span in the content is text (``code_fences=False``:
+    not so).
     The content and the reasoning are stripped at both ends (``str.strip``; a stream keeps the model's
     blanks). ``trim_blanks=True``: neither is stripped, and a stream gives the very same text whatever the
     splitting: the blanks (spaces, tabs, line breaks) that touch a removed block or marker at the content's
