@@ -10,8 +10,11 @@ line starts that begin a tool's name are held a word, as they would be in a gate
 import pytest
 
 from textcalls import _kernels, _scan, _scan_c, _scan_py, parse
+from textcalls.sse import SSERecovery
+from textcalls.stream import recover_stream
 
 from . import corpora
+from .bench_gateway import CHUNKS, EVENTS
 from .conftest import ratio
 
 CORPORA = {name: getattr(corpora, name)() for name in ("prose", "html", "calls")}
@@ -36,6 +39,31 @@ for corpus in CORPORA:
             f"plain-parse-{corpus}-{impl}",
             "target <= 1.1",
         )
+
+
+ratio("recover_stream per chunk without markup, tools given: schema-guided on / off", "guided-chunks", "plain-chunks")
+ratio("SSERecovery per event without markup, tools given: schema-guided on / off", "guided-sse", "plain-sse")
+
+
+def _chunks(chunks, guided):
+    for _ in recover_stream(chunks, native=True, has_tools=True, tools=TOOLS, schema_guided=guided):
+        pass
+
+
+def _sse(events, guided):
+    feed = SSERecovery(native=True, has_tools=True, tools=TOOLS, schema_guided=guided).feed
+    for event in events:
+        feed(event)
+
+
+@pytest.mark.parametrize("guided", [True, False], ids=["guided", "plain"])
+def test_chunks_with_tools(bench, guided):
+    bench(f"{'guided' if guided else 'plain'}-chunks", _chunks, CHUNKS, guided)
+
+
+@pytest.mark.parametrize("guided", [True, False], ids=["guided", "plain"])
+def test_sse_with_tools(bench, guided):
+    bench(f"{'guided' if guided else 'plain'}-sse", _sse, EVENTS, guided)
 
 
 def _stream(mod, deltas, guided):

@@ -1058,6 +1058,12 @@ cdef class StreamScrubber:
         """Calls whose events started and that were then abandoned (0 without ``stream_arguments``)."""
         return 0 if self._follow is None else self._follow.abandoned
 
+    @property
+    def guided_quiet(self):
+        """True when a delta without a line break would go through the schema-guided stage unchanged (the
+        stage off, or inside a line whose head is decided, nothing held): what gateway screens test."""
+        return self._guided is None or self._gq
+
     @cython.binding(False)  # a method descriptor: CPython calls it as it calls list.append (no CyFunction)
     @cython.always_allow_keywords(False)  # METH_O
     def feed(self, delta):

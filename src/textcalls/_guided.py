@@ -13,7 +13,7 @@ included): it is the last word, never a second opinion. The rules, in the order 
    ``name=``/``tool=``), or a JSON object whose ``"name"`` is it (with markup before or after it on its line:
    a JSON call object alone is the bare-call rules', which read it in their own places). At most ``LOOK``
    characters from the line's start are read to decide; a line whose first word begins no tool's name and no
-   such namespace is decided at its first character.
+   such namespace is decided at its first character. A blank line is no head, and never part of a region.
 2. **Arguments.** From the head, one reader, chosen by what follows the name: a JSON object (strict, else the
    tolerant notation ``{key: value, …}`` with bare or quoted keys and values quoted by ``"``, ``'`` or Gemma's
    ``<|"|>``, bare words read as text), also inside parentheses, after ``:``/``=`` or on the next line (maybe in a
@@ -128,9 +128,10 @@ class Guided:
             for name in sorted(ctx.names(), key=len, reverse=True):
                 if name:
                     names.setdefault(name[0], []).append(name)
-            # a line break before a line whose first character may begin a head, a fence or a blank line
+            # a line break before a line whose first non-blank character may begin a head or a fence (a blank
+            # line begins neither: it goes out unread, and the search never looks past the next line's start)
             firsts = "".join(sorted(set(names) | _NAMESPACE_FIRSTS | set("<[({`")))
-            memo = ctx.memo["guided"] = (names, re.compile(r"\n(?=[ \t\r\n]*[" + re.escape(firsts) + "])"))
+            memo = ctx.memo["guided"] = (names, re.compile(r"\n(?=[ \t\r]*[" + re.escape(firsts) + "])"))
         self._names, self._skip = memo
         self._held = ""  # from a line's start (its head undecided), or from a head's line (a region)
         self._mode = 0  # 0: at a line's start, 1: inside a line (its head decided), 2: in a region
@@ -248,6 +249,8 @@ class Guided:
         i, tokens = p, 0
         while True:
             while i < end and s[i] in _BLANK:
+                if tokens == 0 and s[i] == "\n":
+                    return _NOT  # a blank line: shown, and never part of a region (the next line has its own head)
                 i += 1
             if i >= end:
                 return _NOT if final else _MORE

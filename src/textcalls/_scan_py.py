@@ -464,6 +464,12 @@ class StreamScrubber:
         """Calls whose events started and that were then abandoned (0 without ``stream_arguments``)."""
         return 0 if self._follow is None else self._follow.abandoned
 
+    @property
+    def guided_quiet(self) -> bool:
+        """True when a delta without a line break would go through the schema-guided stage unchanged (the
+        stage off, or inside a line whose head is decided, nothing held): what gateway screens test."""
+        return self._guided is None or self._guided.quiet
+
     def feed(self, delta: str) -> str:
         """Take the next delta; return the text that can be shown now."""
         self._enter()

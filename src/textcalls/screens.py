@@ -115,7 +115,8 @@ class Screen:
 
     ``starts``: every character that can begin something a scrubber acts on in content (the first
     character of each literal; the backtick when code fences are on; with ``bare`` — tools given, so
-    a message may start with a bare JSON call — the backtick, ``{`` and ``[``). ``fences``: content
+    a message may start with a bare JSON call — the backtick, ``{`` and ``[``; with ``guided`` — the
+    schema-guided stage on — the line break, the backtick and fed content too). ``fences``: content
     the screens pass unchanged must still be fed to its scrubber (code fences or ``bare`` on: it
     moves the line state, or shows the message is past its start). ``opens(text)``: a search
     for one of them. ``every``: nothing may be skipped at all (a whole-message format reads every
@@ -128,13 +129,15 @@ class Screen:
 
     __slots__ = ("starts", "opens", "every", "fences", "untouched")
 
-    def __init__(self, table: Table, fences: bool, bare: bool = False) -> None:
-        fences = fences or bare
+    def __init__(self, table: Table, fences: bool, bare: bool = False, guided: bool = False) -> None:
+        fences = fences or bare or guided
         firsts = {literal[0] for literal in table.literals}
         if fences:
             firsts.add(FENCE)
         if bare:
             firsts.update("{[")
+        if guided:  # a line break starts a line whose head the schema-guided stage must read
+            firsts.add("\n")
         self.starts = "".join(sorted(firsts))
         self.opens = re.compile(f"[{re.escape(self.starts)}]" if self.starts else "(?!)").search
         self.every = bool(table.whole or table.anchored)
@@ -142,13 +145,13 @@ class Screen:
         self.untouched = _untouched(table.literals, fences)
 
 
-def screen_for(table: Table, fences: bool, bare: bool = False) -> Screen:
-    """The screens for ``table`` with code fences on or off, and bare JSON calls read (``tools``
-    given) or not (built once per table)."""
-    key = ("screen", fences, bare)
+def screen_for(table: Table, fences: bool, bare: bool = False, guided: bool = False) -> Screen:
+    """The screens for ``table`` with code fences on or off, bare JSON calls read (``tools`` given) or
+    not, and the schema-guided stage on or not (built once per table)."""
+    key = ("screen", fences, bare, guided)
     screen = table.derived.get(key)
     if screen is None:
-        screen = table.derived[key] = Screen(table, fences, bare)
+        screen = table.derived[key] = Screen(table, fences, bare, guided)
     return screen
 
 

@@ -276,6 +276,7 @@ class SSERecovery(SSEFraming):
         self.chunks = ChunkRecovery(native=native, has_tools=has_tools, **options)
         self._untouched = self.chunks.screen.untouched
         self._fences = self.chunks.screen.fences  # skipped content must still be fed (see _follow)
+        self._guided = self.chunks._guided  # its choice's guided stage must be quiet too (ChunkRecovery.quiet)
         self._stops = _stops(self.chunks.starts)
         self._inside = _inside(self._stops)
         self._around: tuple | None = None  # a plain content event's bytes before and after its text
@@ -344,7 +345,13 @@ class SSERecovery(SSEFraming):
         """``_feed``, then note whether the next input starts at an event with nothing held."""
         out = self._feed(data)
         self._clear = (
-            self._started and not self._buf and self._lf is None and self._over is None and not self.chunks.failed
+            self._started
+            and not self._buf
+            and self._lf is None
+            and self._over is None
+            and not self.chunks.failed
+            # (a text sent on undecoded holds no line break: it leaves its choice's stage as quiet as it was)
+            and (not self._guided or self.chunks.quiet(self._around_index))
         )
         return out
 
@@ -379,7 +386,7 @@ class SSERecovery(SSEFraming):
     def _known(self, buf: bytearray, limit: int) -> int:
         """Where the events at the start of ``buf[:limit]`` that are shaped like the remembered one,
         around a text with nothing to act on, end (0: none)."""
-        if self._around is None:
+        if self._around is None or (self._guided and not self.chunks.quiet(self._around_index)):
             return 0
         before, after = self._around
         startswith, find, inside = buf.startswith, buf.find, self._inside

@@ -36,7 +36,18 @@ def abandoned_error_chunk() -> dict:
 class _Choice:
     """The state of one choice ``index``: its scrubber and its ``tool_calls`` indexes."""
 
-    __slots__ = ("scrubber", "active", "upstream", "recovered", "next_index", "held", "midline", "streaming")
+    __slots__ = (
+        "scrubber",
+        "active",
+        "upstream",
+        "recovered",
+        "next_index",
+        "held",
+        "midline",
+        "streaming",
+        "lag",
+        "sticky",
+    )
 
     def __init__(self, options: Options) -> None:
         self.scrubber = _scan.impl.StreamScrubber(options=options)
@@ -49,6 +60,11 @@ class _Choice:
         # fast path cannot move its line state (code fences), so it needs no feeding
         self.midline = False
         self.streaming: int | None = None  # stream_arguments: the downstream index of the call in pieces
+        # schema-guided stage on: active only because its scrubber held text (no call, no removal, no reasoning,
+        # no structured call: not sticky), it settles again once all it held went out (lag, the characters fed
+        # and not shown yet, back to 0: the text shown is then the text fed) and its stage is quiet
+        self.lag = 0
+        self.sticky = False
 
 
 class _Held:
@@ -128,7 +144,10 @@ class ChunkRecovery:
     start, so with one enabled ``active`` is never 0 and every chunk is read. With ``tools``, a
     message that starts with a bare JSON call of an offered tool is a call: ``{`` and ``[`` count
     among ``starts``, and skipped content is fed as with code fences on, so a choice's first
-    non-blank characters always reach its scrubber.
+    non-blank characters always reach its scrubber. With the schema-guided stage on (``tools``,
+    ``schema_guided``), a line break is a start too, a choice is skipped only while its stage is
+    ``quiet``, and a choice active only because it held text (no call, removal, reasoning or
+    structured call) settles again once what it held went out and its stage is quiet.
 
     At most ``MAX_CHOICES`` choices may be open at once (a choice closes with its
     ``finish_reason``): a chunk that would open one more raises ValueError.
@@ -159,20 +178,18 @@ class ChunkRecovery:
             and not opts.prompt_tail
             and not (table.whole or table.anchored)
         )
-        #: the screens, derived from the same table, fence setting and bare-call reading as the scrubbers
-        self.screen = screen_for(table, opts.code_fences, self._bare)
+        # with tools, the schema-guided stage reads every line's head: a choice is skipped only while its stage
+        # is quiet (inside a line whose head is decided, nothing held; see quiet), and a line break is a start
+        self._guided = opts.guided
+        #: the screens, derived from the same table, fence setting, bare-call reading and guided stage as the scrubbers
+        self.screen = screen_for(table, opts.code_fences, self._bare, self._guided)
         self.starts = self.screen.starts  #: what can begin markup, a fence run or a bare call in content
         self._opens = self.screen.opens
         self._fences = self.screen.fences  # skipped content is still fed
         # a whole-message format, a plain-word opener (phi4_mini), or a text that starts inside reasoning:
         # no choice is ever like a fresh one, so none is ever skipped
         # (trim_blanks: a blank at a delta's end may be held, so every delta goes to the scrubber)
-        # (schema_guided with tools: a call may be in any content, so every delta goes to the scrubber)
-        self._floor = (
-            1
-            if self.screen.every or opts.reasoning_started or opts.trim_blanks or opts.prompt_tail or opts.guided
-            else 0
-        )
+        self._floor = 1 if self.screen.every or opts.reasoning_started or opts.trim_blanks or opts.prompt_tail else 0
         self.recovered = 0  #: tool calls recovered and emitted so far (streamed ones once ended), all choices
         #: calls whose start went out in pieces (``stream_arguments``) and that were then abandoned
         self.abandoned = 0
@@ -204,6 +221,10 @@ class ChunkRecovery:
                     content = delta.get("content")
                     if delta.get("tool_calls") or (isinstance(content, str) and self._opens(content)):
                         break
+                    if self._guided and content:  # (self.quiet, inline)
+                        state = self._choices.get(choice["index"])
+                        if state is None or not state.scrubber.guided_quiet:
+                            break
             else:  # all settled, and nothing that could open a block or a fence: nothing to change
                 if len(choices) == 1 and choice.get("finish_reason") is None:  # the common case, inline
                     if self._fences and content and isinstance(content, str):
@@ -285,6 +306,15 @@ class ChunkRecovery:
             self.recovered = recovered
             return [abandoned_error_chunk()]
         return out
+
+    def quiet(self, index: int) -> bool:
+        """Whether a content text of choice ``index`` with none of ``starts`` may skip its scrubber: always
+        without the schema-guided stage; with it, only while that choice's stage is inside a line whose head
+        is decided and holds nothing (a fresh choice is at its message's start: not quiet)."""
+        if not self._guided:
+            return True
+        state = self._choices.get(index)
+        return state is not None and state.scrubber.guided_quiet
 
     def follow(self, index: int, text: str) -> None:
         """Feed a content ``text`` that holds none of ``starts``, sent on unchanged without a chunk
@@ -414,19 +444,32 @@ class ChunkRecovery:
         if self._events:
             events = scrubber.take_events()
             calls = self._stream(state, n, events) if events or len(scrubber.calls) > n else []
-            if not calls and text == content and not thought:
-                return None
         elif len(scrubber.calls) > n:
             calls = self._whole(state, scrubber.calls[n:])
-        elif text == content and not thought:
-            return None
         else:
             calls = []
-        if not state.active and (text != content or calls):
-            self._mark(state)  # it holds text, removed some, or streams a call
+        unchanged = text == content
+        if not self._guided:
+            if not state.active and (calls or not unchanged):
+                self._mark(state)  # it holds text, removed some, or streams a call
+        elif calls or thought:
+            self._mark(state)
+        elif state.active or not unchanged:  # (see _Choice.lag)
+            if not state.sticky:
+                state.lag += len(content) - len(text)
+                if unchanged and state.lag == 0 and scrubber.guided_quiet:
+                    state.active = False
+                    self.active -= 1
+                    return None
+            self._mark(state, False)
+        if not calls and unchanged and not thought:
+            return None
         return text, thought, calls
 
-    def _mark(self, state: _Choice) -> None:
+    def _mark(self, state: _Choice, sticky: bool = True) -> None:
+        """Count the choice active; ``sticky``: for good (it removed text, saw a call or reasoning)."""
+        if sticky:
+            state.sticky = True
         if not state.active:
             state.active = True
             self.active += 1

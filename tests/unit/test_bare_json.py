@@ -325,8 +325,10 @@ def test_recover_stream(impl, code_fences):
     for fences in (True, False):
         m = ChunkRecovery(native=True, has_tools=True, tools=TOOLS, code_fences=fences, schema_guided=False)
         assert m.active == 0 and m.screen.fences and "{" in m.starts and "[" in m.starts
-        # schema-guided recovery (the default with tools): a call may be in any content, every delta is read
-        assert ChunkRecovery(native=True, has_tools=True, tools=TOOLS, code_fences=fences).active == 1
+        # schema-guided recovery (the default with tools): a line break is a start too, and a choice is skipped
+        # only while its stage is quiet (a fresh choice, at its message's start, is not)
+        m = ChunkRecovery(native=True, has_tools=True, tools=TOOLS, code_fences=fences)
+        assert m.active == 0 and "\n" in m.starts and not m.quiet(0)
     m = ChunkRecovery(native=True, has_tools=True, code_fences=False)  # without tools: as before
     assert m.active == 0 and not m.screen.fences and "{" not in m.starts
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textcalls import _guided
+from textcalls import _guided, parse
 
 from ..streams import feed_in_pieces
 
@@ -294,6 +294,94 @@ def test_a_dialect_call_turns_the_stage_off_and_shows_what_it_held(impl):
     assert out == "get_weather(city='Oslo')\n"
     assert s.flush() == ""
     assert [c.name for c in s.calls] == ["bash"]
+
+
+def test_a_blank_line_before_a_head_is_shown_in_any_split(impl):
+    # a blank line was held (and then taken into the region) when a split ended after it, but shown when the head
+    # came in the same delta: a blank line is no head and never part of a region
+    text = "Done.\n\n<terminal>\n<command>ls</command>\n</terminal>"
+    for cut in range(1, len(text)):
+        s = impl.StreamScrubber(tools=TOOLS)
+        out = s.feed(text[:cut]) + s.feed(text[cut:]) + s.flush()
+        assert (out, [(c.name, json.loads(c.arguments)) for c in s.calls]) == (
+            "Done.\n\n",
+            [("terminal", {"command": "ls"})],
+        ), cut
+
+
+def test_a_long_run_of_blank_lines_stays_linear(impl):
+    # each blank line was decided by a search that looked past all the blank lines after it: quadratic (40,000
+    # line breaks took seconds; this would hang the suite)
+    text = "Done." + "\n" * 1_000_000 + 'terminal {"command": "ls"}'
+    parsed = parse(text, tools=TOOLS)
+    assert (parsed.content, [(c.name, json.loads(c.arguments)) for c in parsed.calls]) == (
+        "Done.",
+        [("terminal", {"command": "ls"})],
+    )
+    s = impl.StreamScrubber(tools=TOOLS)
+    out = "".join(s.feed(text[i : i + 4096]) for i in range(0, len(text), 4096)) + s.flush()
+    assert out == "Done." + "\n" * 1_000_000 and [c.name for c in s.calls] == ["terminal"]
+
+
+def test_a_gateway_skips_a_choice_only_while_its_stage_is_quiet(impl):
+    from textcalls.stream import ChunkRecovery
+
+    from ..streams import ch
+
+    m = ChunkRecovery(native=True, has_tools=True, tools=TOOLS)
+    assert "\n" in m.starts and not m.quiet(0)  # a fresh choice is at its message's start
+    for text, quiet in [("Paris is", True), (" sunny", True), (" today.\n", False), ("Nice", True), (" day.", True)]:
+        chunk = ch(text)
+        assert m.push(chunk) == [chunk]  # prose: every chunk goes on as it came
+        assert (m.quiet(0), m.active) == (quiet, 0)
+    # a line whose first letter begins a tool's name is held (the choice is active) ...
+    assert m.push(ch("\nre"))[0]["choices"][0]["delta"]["content"] == "\n"
+    assert m.active == 1 and not m.quiet(0)
+    assert m.push(ch("ady now"))[0]["choices"][0]["delta"]["content"] == "ready now"
+    # ... until all it held went out and its stage is quiet: the next delta unchanged settles it again
+    chunk = ch(" and")
+    assert m.push(chunk) == [chunk] and (m.active, m.quiet(0)) == (0, True)
+    # ... and a call at the end of the message, after quiet prose, is recovered as parse recovers it
+    out = m.push(ch('.\nterminal {"command": "ls"}')) + m.push(ch(finish="stop"))
+    deltas = [c["delta"] for chunk in out for c in chunk["choices"]]
+    assert "".join(d.get("content") or "" for d in deltas) == ".\n"
+    assert [
+        (t["function"]["name"], json.loads(t["function"]["arguments"]))
+        for d in deltas
+        for t in d.get("tool_calls") or []
+    ] == [("terminal", {"command": "ls"})]
+
+
+def test_sse_events_of_a_quiet_choice_go_on_undecoded_and_a_line_start_is_read(impl):
+    from textcalls.sse import SSERecovery
+
+    from ..streams import ch
+
+    def event(chunk):
+        return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+    r = SSERecovery(native=True, has_tools=True, tools=TOOLS)
+    prose = [event(ch(t)) for t in ["Paris is", " sunny", " today", ", warm", " and", " dry", "."]]
+    out = b"".join(r.feed(e) for e in prose)
+    assert out == b"".join(prose)  # byte for byte
+    assert r.chunks.quiet(0) and r._around is not None  # mid-line, the remembered shape applies
+    tail = [
+        event(ch("\n")),
+        event(ch("terminal")),
+        event(ch(' {"command": "ls"}')),
+        event(ch(finish="stop")),
+        b"data: [DONE]\n\n",
+    ]
+    got = b"".join(r.feed(e) for e in tail) + r.close()
+    chunks = [json.loads(line[6:]) for line in got.split(b"\n\n") if line.startswith(b"data: {")]
+    deltas = [c["delta"] for chunk in chunks for c in chunk["choices"]]
+    assert "".join(d.get("content") or "" for d in deltas) == "\n"
+    calls = [
+        (t["function"]["name"], json.loads(t["function"]["arguments"]))
+        for d in deltas
+        for t in d.get("tool_calls") or []
+    ]
+    assert calls == [("terminal", {"command": "ls"})]
 
 
 HEADS = [
