@@ -33,9 +33,10 @@ _TRIES = 8
 
 
 def _stops(starts: str) -> tuple:
-    """What a plain text between a remembered prefix and suffix may not hold: a quote, a backslash,
-    a line ending, or a character that can begin markup (as bytes)."""
-    return tuple(c.encode() for c in '"\\\r\n' + starts)
+    """What a plain text between a remembered prefix and suffix may not hold: a quote, a backslash, a
+    control character (a line ending among them: JSON writes none raw, so an event with one does not
+    decode, and its text must not be fed), or a character that can begin markup (as bytes)."""
+    return tuple(c.encode() for c in '"\\' + "".join(map(chr, range(0x20))) + starts)
 
 
 def _inside(stops: tuple):

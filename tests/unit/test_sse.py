@@ -492,3 +492,22 @@ def test_cli_sse_detection_needs_a_field_first_and_a_data_line(impl, tmp_path, c
     path.write_text(text, encoding="utf-8")
     assert main(["recover", str(path)]) == 0
     assert json.loads(capsys.readouterr().out)["content"] == "Note: data: is a word here"
+
+
+def test_a_remembered_shape_does_not_feed_a_text_that_is_not_json(impl):
+    """An event whose text holds a raw control character does not decode (JSON writes none raw): it goes out as
+    it came and its text is not fed, screened or not, so a later fence is read alike (code fences on)."""
+    events = [data_line(chunk(c)) + b"\n\n" for c in ("Hi", " there", "\n", "TAB")]
+    events[3] = events[3].replace(b"TAB", b"\t")
+    events.append(data_line(chunk('```\n<tool_call>{"name": "f", "arguments": {}}</tool_call>\n```\n')) + b"\n\n")
+    events.append(b"data: [DONE]\n\n")
+
+    def run(screen: bool):
+        recovery = SSERecovery(native=False, has_tools=True)
+        if not screen:
+            recovery._untouched = lambda data: False
+            recovery._remember = lambda raw, chunk: None
+        out = b"".join(recovery.feed(e) for e in events) + recovery.close()
+        return masked(out), recovery.recovered
+
+    assert run(True) == run(False)
