@@ -94,7 +94,13 @@ def test_the_screens_are_derived_from_the_table_and_the_fence_setting(impl):
     tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
     bare = screen_for(table_for(None), False, True)  # tools given: a message may start with a bare JSON call
     assert set(bare.starts) == {lit[0] for lit in table_for(None).literals} | set("`{[") and bare.fences
-    assert ChunkRecovery(native=True, has_tools=True, tools=tools, code_fences=False).starts == bare.starts
+    assert ChunkRecovery(native=True, has_tools=True, tools=tools, code_fences=False, schema_guided=False).starts == (
+        bare.starts
+    )
+    # with the schema-guided stage (the default with tools) a line break is a start too
+    guided = screen_for(table_for(None), False, True, True)
+    assert set(guided.starts) == set(bare.starts) | {"\n"} and guided.fences
+    assert ChunkRecovery(native=True, has_tools=True, tools=tools, code_fences=False).starts == guided.starts
     untouched = screen_for(table_for(None), True).untouched
     assert not untouched(b'data: {"choices":[{"delta":{"content":"x"}}]}')  # content moves the line state
     assert untouched(b'data: {"choices":[{"delta":{"reasoning_content":"x"}}]}')
