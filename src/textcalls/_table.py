@@ -264,7 +264,8 @@ _WS = " \t\n\r\x0b\x0c"
 _BLANK = " \n\r"
 _JSON_STOP = re.compile(r'["{}\[\],:]')
 #: a key that no call object may have (``dialects.jsonlike.bare_calls``) makes a candidate text at once
-_CALL_KEY_MAX = max(map(len, BARE_CALL_KEYS))
+_ENVELOPE = "tool_calls"  # OpenAI's message key around a list of calls, written as text (bare_calls)
+_CALL_KEY_MAX = max(len(_ENVELOPE), *map(len, BARE_CALL_KEYS))
 _STRING_STOP = re.compile(r'["\\]')
 _FENCE_INFO = frozenset({"", "json", "JSON", "json5"})
 _FENCE_INFO_MAX = 16
@@ -276,8 +277,9 @@ class BareLead:
     """Reads, incrementally, a bare JSON call of an offered tool (used by both scanners when ``tools`` are
     given; cold code: only while such a candidate is held). Two places may hold one:
 
-    - the message's start (``tail=False``): after leading blanks, one of: a JSON value that is a call or
-      an array of calls (``dialects.jsonlike.bare_calls``: offered tools only), or several such values
+    - the message's start (``tail=False``): after leading blanks, one of: a JSON value that is a call, an
+      array of calls or an envelope ``{"tool_calls": [...]}`` of them (``dialects.jsonlike.bare_calls``:
+      offered tools only), or several such values
       separated by ``;`` (Llama 3) or by spaces, then only spaces or tabs up to a line break or the end of the message
       (the rest, from that line break, is content); or a single markdown fence (```` ``` ```` or
       ```` ```json ````) holding such a value that is the whole message;
@@ -411,8 +413,12 @@ class BareLead:
                             return -2 - (i + _CALL_KEY_MAX - had)
                         self.key.append(s[i:j])
                         if m is not None:
-                            if s[j] == '"' and "".join(self.key) not in BARE_CALL_KEYS:
-                                return -2 - j
+                            if s[j] == '"':
+                                key = "".join(self.key)
+                                if key == _ENVELOPE and self.level == 1:
+                                    self.level = 3  # {"tool_calls": [call, …]}: the calls' keys are checked
+                                elif key not in BARE_CALL_KEYS:
+                                    return -2 - j
                             self.key = None  # allowed, or escaped (bare_calls decides)
                     if m is None:
                         self.value.append(s[i:end])

@@ -96,6 +96,15 @@ CALLS = [
     ),
     ('<tool_call>{"name": "now", "arguments": {}}</tool_call>\n' + CALL, "", [("now", {}), ("get_weather", W)]),
     ('{"name": "get_weather", "arguments": {"city": "a}b\\"{"}}\nok', "ok", [("get_weather", {"city": 'a}b"{'})]),
+    # OpenAI's message key around the calls, as a model echoes it (field sample bare_json-10, pretty-printed there)
+    ('{"tool_calls": [' + CALL + "]}", "", [("get_weather", W)]),
+    (
+        '{\n  "tool_calls": [\n    {"name": "now", "arguments": {}, "id": "1"},\n    {"type": "function", "function": '
+        '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}\n  ]\n}',
+        "",
+        [("now", {}), ("get_weather", W)],
+    ),
+    ('Checking.\n{"tool_calls": [' + CALL + "]}", "Checking.", [("get_weather", W)]),
 ]
 
 # texts that stay text with tools too
@@ -127,6 +136,14 @@ NEGATIVE = [
     "Example:\n```json\n" + CALL + "\n```",  # in a fence that is not the whole message
     "Sure: " + CALL + "\n",  # on a line with prose
     "Try\r" + CALL,  # a lone CR does not start a line
+    # the envelope: that key alone, around a non-empty array of calls of offered tools
+    '{"tool_calls": []}',
+    '{"tool_calls": ' + CALL + "}",  # not an array
+    '{"tool_calls": [' + CALL + '], "content": null}',  # another key
+    '{"role": "assistant", "tool_calls": [' + CALL + "]}",
+    '{"tool_calls": [{"name": "search", "arguments": {}}]}',  # not offered
+    '{"tool_calls": [{"name": "get_weather", "arguments": {}, "note": 1}]}',  # another key in a call
+    '{"calls": [' + CALL + "]}",
 ]
 
 

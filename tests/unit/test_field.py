@@ -49,7 +49,6 @@ GAP_REASONS = {
     "gemini_default_api-01": "Lie:default_api:NAME{...}",
     # gathered later (issue 27), not recovered
     "qwen3_coder-12": "ends inside an XML value, no closer",
-    "bare_json-10": '{"tool_calls": [...]} envelope around the call',
     "deepseek_dsml-05": "a '...' line (the reporter's elision) inside the DSML block",
 }
 GAPS = frozenset(GAP_REASONS)

@@ -354,13 +354,18 @@ def bare_calls(text: str, ctx: Context) -> list[ToolCall] | None:
     array of them; ``None`` otherwise, and always without ``tools``. A call is
     ``{"name", "arguments"|"parameters"}`` (also with ``"type": "function"`` and ``"id"``) or OpenAI's
     ``{"type": "function", "function": {"name", "arguments"}}`` (``id`` allowed); the arguments an
-    object or JSON text holding one (``null`` is ``{}``). Any other key makes it text."""
+    object or JSON text holding one (``null`` is ``{}``). Any other key makes it text. The array may come
+    in OpenAI's message key, ``{"tool_calls": [...]}`` (that key alone), as models echo it."""
     if not ctx.has_tools:
         return None
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return None
+    if isinstance(value, dict) and value.keys() == {"tool_calls"}:
+        value = value["tool_calls"]
+        if not isinstance(value, list):
+            return None
     values = value if isinstance(value, list) else [value]
     if not values:
         return None
