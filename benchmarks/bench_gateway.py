@@ -140,6 +140,99 @@ def test_sse_one_event_byte_by_byte(benchmark, name, size):
     BEST[name] = benchmark.stats.stats.min
 
 
+# --- Responses and Messages streams: text deltas without markup ------------------------------------
+
+
+def _api_event(event):
+    return (
+        b"event: " + event["type"].encode() + b"\ndata: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+    )
+
+
+def _responses_events(pieces):
+    """A streamed Responses answer as the API writes it (``sequence_number`` on every event)."""
+    ref = {"item_id": "msg_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654", "output_index": 0, "content_index": 0}
+    response = {
+        "id": "resp_67c9fdcf37fc8190ba82116e33fb28c507b8b0ad4e5eb654",
+        "object": "response",
+        "status": "in_progress",
+    }
+    item = {"id": ref["item_id"], "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    text = "".join(pieces)
+    events = [
+        {"type": "response.created", "response": response},
+        {"type": "response.in_progress", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.content_part.added", **ref, "part": part},
+        *({"type": "response.output_text.delta", **ref, "delta": p, "logprobs": []} for p in pieces),
+        {"type": "response.output_text.done", **ref, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **ref, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": {**item, "content": [{**part, "text": text}]}},
+        {"type": "response.completed", "response": {**response, "status": "completed"}},
+    ]
+    return [{"type": e["type"], "sequence_number": n, **e} for n, e in enumerate(events)]
+
+
+def _messages_events(pieces):
+    """A streamed Messages answer as the API writes it."""
+    message = {"id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "content": []}
+    return [
+        {"type": "message_start", "message": {**message, "model": "claude-sonnet-4-5", "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "ping"},
+        *({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}} for p in pieces),
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": N},
+        },
+        {"type": "message_stop"},
+    ]
+
+
+API_PIECES = [" " + WORDS[i % len(WORDS)] for i in range(N)]
+API_EVENTS = {
+    "responses": [_api_event(e) for e in _responses_events(API_PIECES)],
+    "messages": [_api_event(e) for e in _messages_events(API_PIECES)],
+}
+API_PAYLOADS = {api: [e.split(b"\ndata: ", 1)[1][:-2] for e in events] for api, events in API_EVENTS.items()}
+for _api in API_EVENTS:
+    for _how, _feeds in (("events", "1 event per feed"), ("reads", "4 KiB reads")):
+        ratio(
+            f"{_api.capitalize()} SSE per event without markup, {_feeds} / json.loads",
+            f"{_api}-sse-{_how}",
+            f"json-loads-{_api}",
+            "target <= 1.5",
+        )
+
+
+def _api_sse(cls, pieces):
+    feed = cls(native=True, has_tools=True).feed
+    for piece in pieces:
+        feed(piece)
+
+
+@pytest.mark.parametrize("api", API_EVENTS)
+def test_api_json_loads_baseline(bench, api):
+    bench(f"json-loads-{api}", _loads, API_PAYLOADS[api])
+
+
+@pytest.mark.parametrize("how", ["events", "reads"])
+@pytest.mark.parametrize("api", API_EVENTS)
+def test_api_sse_without_markup(bench, api, how):
+    from textcalls.messages_api import MessagesSSERecovery
+    from textcalls.responses_api import ResponsesSSERecovery
+
+    cls = ResponsesSSERecovery if api == "responses" else MessagesSSERecovery
+    events = API_EVENTS[api]
+    if how == "reads":
+        stream = b"".join(events)
+        events = [stream[i : i + 4096] for i in range(0, len(stream), 4096)]
+    bench(f"{api}-sse-{how}", _api_sse, cls, events)
+
+
 # --- the proxy, in its own process, against the stub upstream in another ----------------------------
 
 

@@ -9,6 +9,7 @@ scrubber, and ``EventRecovery``, the framing of typed server-sent events (``even
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -288,6 +289,21 @@ class Machine(Protocol):
     def close(self) -> list:
         """The events that end the stream (what is still held)."""
 
+    def text_delta(self, event: dict) -> tuple | None:
+        """For an event ``push`` just sent on as it came: ``(slot, text, seq)`` when it is a text delta that
+        ``screened`` can stand for (``slot`` names its part, ``seq`` is its sequence number or None), else None."""
+
+    def with_text(self, event: dict, text: str, seq: int | None) -> dict:
+        """``event`` (a ``text_delta`` one) with ``text`` for its text (and ``seq`` for its sequence number)."""
+
+    def screened(self, slot: Any, text: str, seq: int | None) -> Any:
+        """``push`` of a text delta of ``slot`` with ``text`` (and ``seq``), not decoded: None when it cannot stand
+        for ``push`` (nothing done: the event is decoded and pushed), True when the event goes out as it came
+        (its text fed), else what ``unscreened`` takes with the decoded event to finish ``push``."""
+
+    def unscreened(self, event: dict, state: Any) -> list:
+        """The rest of ``push(event)`` after ``screened`` gave ``state`` for it: the events to send."""
+
 
 class EventMachine:
     """What an API's ``Machine`` starts with: the gate checked, its options (``api_options`` with its
@@ -387,6 +403,69 @@ def _shared_end(shown: str, fed: str) -> int:
     return lo
 
 
+#: A delta's text up to its closing quote: a text a template may stand for holds none of these (a JSON string
+#: holds no raw control character, quote or backslash but as an escape, which a text here does not have).
+_TEXT_END = re.compile(rb'[\x00-\x1f"\\]')
+#: A sequence number as JSON writes an int >= 0.
+_DIGITS = re.compile(rb"0|[1-9][0-9]*")
+#: A Responses event's ``sequence_number`` as written (the only number a text delta's shape leaves open).
+_NUMBER = re.compile(rb'"sequence_number"[ \t\r\n]*:[ \t\r\n]*(0|[1-9][0-9]*)(?![0-9.eE])')
+
+
+class _Shape:
+    """The bytes of one text delta event around its text and its sequence number (if it has one), learned
+    from a decoded event: an event of the same bytes around another text (no quote, backslash or control
+    character in it) and another number decodes to the learned event with those two values (checked when
+    it is learned, by decoding such an event), so it need not be decoded. ``head``, then the number and
+    ``mid`` when ``number == 1``, the text, ``mid`` and the number when ``number == 2``, then ``tail``."""
+
+    __slots__ = ("head", "mid", "tail", "number", "slot", "newline", "whole")
+
+    def __init__(self, head: bytes, mid: bytes, tail: bytes, number: int, slot: Any, newline: bytes) -> None:
+        self.head, self.mid, self.tail, self.number = head, mid, tail, number
+        self.slot, self.newline = slot, newline
+        #: an input of exactly such an event is one whole event to the framing (it ends with an LF, so no LF
+        #: of the next input can belong to it)
+        self.whole = tail.endswith(b"\n")
+
+    def match(self, buf, pos: int, end: int) -> tuple | None:
+        """``(text, number)`` of the event ``buf[pos:end]`` if it has this shape (``number`` None without one);
+        else None (a text that is not UTF-8 too: such an event does not decode)."""
+        if not buf.startswith(self.head, pos):
+            return None
+        at = pos + len(self.head)
+        seq = None
+        number = self.number
+        if number == 1:
+            m = _DIGITS.match(buf, at, end)
+            if m is None or not buf.startswith(self.mid, m.end()):
+                return None
+            seq = int(m.group())
+            at = m.end() + len(self.mid)
+        m = _TEXT_END.search(buf, at, end)
+        if m is None:
+            return None
+        q = m.start()
+        if buf[q] != 0x22:
+            return None
+        if number == 2:
+            if not buf.startswith(self.mid, q):
+                return None
+            m = _DIGITS.match(buf, q + len(self.mid), end)
+            if m is None:
+                return None
+            seq = int(m.group())
+            after = m.end()
+        else:
+            after = q
+        if after + len(self.tail) != end or not buf.startswith(self.tail, after):
+            return None
+        try:
+            return buf[at:q].decode("utf-8", "surrogatepass"), seq  # as json.loads decodes bytes
+        except UnicodeDecodeError:
+            return None
+
+
 class EventRecovery(SSEFraming):
     """Feed raw SSE bytes in any splits; get back the bytes to send (see the module doc).
 
@@ -399,6 +478,12 @@ class EventRecovery(SSEFraming):
     from then on an event is read up to ``FINAL_EVENT_FACTOR`` times ``max_event`` (a final event repeats the
     whole text and its calls, and going on unread it would contradict what was streamed: the markup back, no
     call). ``feed`` returns ``b""`` while it holds.
+
+    The screen: once a text delta event went through its machine unchanged, the bytes around its text (and its
+    sequence number) are remembered (``_Shape``); a later event with the same bytes around a plain text (no
+    quote, backslash or control character) is not decoded: its text goes to the machine's ``screened``, which
+    feeds it to its part as ``push`` would, and the event goes out as it came when ``push`` would send it so.
+    Only when the machine must change it is it decoded (``unscreened``).
     """
 
     _keeps_end = False  # written events end with their own empty line
@@ -407,6 +492,9 @@ class EventRecovery(SSEFraming):
         super().__init__(max_event)
         self.machine = machine
         self._changed = False  # the machine replaced or dropped an event: later ones are read up to the larger cap
+        self._shape: _Shape | None = None  # the last text delta event learned (see the class doc)
+        self._fails = hasattr(machine, "failed")  # (_stopped, on every event)
+        self._clear = False  # open, with tools, started, nothing held or pending: an input may be one event alone
 
     def _cap(self) -> int:
         return self.max_event * FINAL_EVENT_FACTOR if self._changed else self.max_event
@@ -423,24 +511,61 @@ class EventRecovery(SSEFraming):
 
     def feed(self, data) -> bytes:
         """Take the next upstream bytes (bytes-like); return the bytes to send now."""
+        if self._clear and type(data) is bytes:
+            shape = self._shape
+            if shape is not None and shape.whole and len(data) <= self.max_event:  # one event of the shape?
+                found = shape.match(data, 0, len(data))
+                if found is not None:
+                    state = self.machine.screened(shape.slot, found[0], found[1])
+                    if state is True:  # (its text fed) it goes out as it came
+                        self._newline = shape.newline
+                        return data
+                    if state is not None:
+                        new = self._decoded(data, state)
+                        self._clear = not self._stopped()
+                        return data if new is None else b"".join(new)
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed() expects bytes, bytearray or memoryview, not {type(data).__name__}")
         if self._closed:
             raise ValueError("feed() after close(): the stream has ended")
         if not self.machine.has_tools:
             return data  # type: ignore[return-value]  # as SSERecovery: the input itself, unread
-        return self._feed(bytes(data))
+        out = self._feed(bytes(data))
+        self._clear = (
+            self._started and not self._buf and self._lf is None and self._over is None and not self._stopped()
+        )
+        return out
+
+    def close(self) -> bytes:
+        """End the stream: what is still held, then any incomplete event verbatim."""
+        self._clear = False
+        return super().close()
 
     def _flush(self) -> list:
         return [self._write(event, []) for event in self.machine.close()]
 
     def _stopped(self) -> bool:
-        return getattr(self.machine, "failed", False)
+        return self._fails and self.machine.failed  # type: ignore[attr-defined]
 
     def _event(self, buf: bytearray, pos: int, end: int, single: bool) -> list | None:
         if self._stopped():  # a streamed call was abandoned: the stream ended with the machine's error event
             return []
-        lines, data = self._read(bytes(buf[pos:end]))
+        shape = self._shape
+        state = found = None
+        if shape is not None:
+            found = shape.match(buf, pos, end)
+            if found is not None:
+                state = self.machine.screened(shape.slot, found[0], found[1])
+                if state is True:  # (its text fed) it goes out as it came
+                    self._newline = shape.newline
+                    return None
+        return self._decoded(bytes(buf[pos:end]), state, found is None)
+
+    def _decoded(self, raw: bytes, state: Any, learn: bool = False) -> list | None:
+        """``_event`` of the complete event ``raw``, decoded: pushed to the machine, or (``state`` not None:
+        ``screened`` fed its text, and its shape says it decodes) the rest of that push; ``learn``: an event
+        sent on as it came may be learned (``_learn``)."""
+        lines, data = self._read(raw)
         if data is None:
             return None
         try:
@@ -450,11 +575,62 @@ class EventRecovery(SSEFraming):
         if not isinstance(event, dict):
             return None
         self._newline = lines[0][1]
-        new = self.machine.push(event)
+        new = self.machine.push(event) if state is None else self.machine.unscreened(event, state)
         if len(new) == 1 and new[0] is event:
+            if learn:
+                self._learn(raw, lines, event)
             return None
         self._changed = True
         return [self._write(e, lines if i == len(new) - 1 else []) for i, e in enumerate(new)]
+
+    def _learn(self, raw: bytes, lines: list, event: dict) -> None:
+        """Remember the shape of ``raw`` (``event``, sent on as it came) if it is a text delta the machine can
+        take undecoded (``text_delta``), its text written plain; checked by decoding it with other values."""
+        machine = self.machine
+        found = machine.text_delta(event)
+        if found is None:
+            return
+        slot, text, seq = found
+        plain = text.encode("utf-8", "surrogatepass")
+        if _TEXT_END.search(plain) is not None:
+            return  # written with escapes: a later plain one may be learned
+        quoted = b'"' + plain + b'"'
+        at = raw.find(quoted)
+        if at < 0 or raw.find(quoted, at + 1) >= 0:
+            return
+        head, tail = raw[: at + 1], raw[at + 1 + len(plain) :]
+        mid = b""
+        number = 0
+        if seq is not None:  # its digits after the key, found once in the event (in head or tail)
+            places = [(side, m) for side in (head, tail) for m in _NUMBER.finditer(side)]
+            if len(places) != 1 or int(places[0][1].group(1)) != seq:
+                return
+            side, m = places[0]
+            number = 1 if side is head else 2
+            if number == 1:
+                head, mid = side[: m.start(1)], side[m.end(1) :]
+            else:
+                mid, tail = side[: m.start(1)], side[m.end(1) :]
+        shape = _Shape(head, mid, tail, number, slot, lines[0][1])
+        # the check: an event of this shape around other values decodes to the event with those values
+        other, other_seq = ("x" if text != "x" else "y"), (None if seq is None else seq + 1)
+        parts = [head]
+        if number == 1:
+            parts += [str(other_seq).encode(), mid]
+        parts.append(other.encode())
+        if number == 2:
+            parts += [mid, str(other_seq).encode()]
+        parts.append(tail)
+        probe = b"".join(parts)
+        if shape.match(probe, 0, len(probe)) != (other, other_seq):
+            return
+        data = self._read(probe)[1]
+        try:
+            decoded = None if data is None else loads(data)
+        except (ValueError, RecursionError):
+            return
+        if decoded == machine.with_text(event, other, other_seq):
+            self._shape = shape
 
     def _write(self, event: dict, lines: list) -> bytes:
         """One event: ``event: TYPE``, its other original ``lines`` (no data or event line), one ``data:`` line."""

@@ -260,6 +260,35 @@ class MessagesRecovery(EventMachine):
                 return [_text_delta(index, tail), event]
         return [event]
 
+    # -- the screen (EventRecovery): text deltas not decoded ------------------------------------------
+
+    def text_delta(self, event: dict) -> tuple | None:
+        """``(index, text, None)`` of a ``content_block_delta`` ``text_delta`` event of a block ``screened`` can
+        take (without ``stream_arguments``), else None."""
+        if self._moves is not None or event.get("type") != "content_block_delta":
+            return None
+        index, delta = event.get("index"), event.get("delta")
+        if type(index) is not int or not isinstance(delta, dict) or delta.get("type") != "text_delta":
+            return None
+        text = delta.get("text")
+        return (index, text, None) if isinstance(text, str) else None
+
+    def with_text(self, event: dict, text: str, seq: int | None) -> dict:
+        return {**event, "delta": {**event["delta"], "text": text}}
+
+    def screened(self, slot: int, text: str, seq: int | None):
+        """``push`` of a ``text_delta`` of block ``slot`` (see ``Machine.screened``)."""
+        if self._failed or self._ended or self._moves is not None or not self.has_tools:
+            return None
+        part = self._blocks.get(slot)
+        if part is None or part.done:
+            return None
+        shown = part.feed(text)
+        return True if shown == text else shown
+
+    def unscreened(self, event: dict, state) -> list:
+        return [self.with_text(event, state, None)] if state else []
+
     @property
     def failed(self) -> bool:
         """A streamed call was abandoned: the stream ended with ``abandoned_error()`` and nothing more goes out."""

@@ -234,6 +234,40 @@ class ResponsesRecovery(EventMachine):
                 event["sequence_number"] = self._seq
         return out
 
+    # -- the screen (EventRecovery): text deltas not decoded ------------------------------------------
+
+    def text_delta(self, event: dict) -> tuple | None:
+        """``((output_index, content_index), delta, sequence_number or None)`` of an ``output_text.delta`` event
+        of a part ``screened`` can take (without ``stream_arguments``), else None."""
+        if self._messages is not None or event.get("type") != "response.output_text.delta":
+            return None
+        at, ci, delta = event.get("output_index"), event.get("content_index"), event.get("delta")
+        if not (_is_index(at) and _is_index(ci) and isinstance(delta, str)):
+            return None
+        seq = event.get("sequence_number")
+        return (at, ci), delta, seq if _is_index(seq) else None
+
+    def with_text(self, event: dict, text: str, seq: int | None) -> dict:
+        return {**event, "delta": text} if seq is None else {**event, "delta": text, "sequence_number": seq}
+
+    def screened(self, slot: tuple, text: str, seq: int | None):
+        """``push`` of an ``output_text.delta`` of part ``slot`` (see ``Machine.screened``)."""
+        if self._ended or self._messages is not None or not self.has_tools:
+            return None
+        part = self._parts.get(slot)
+        if part is None or part.done:
+            return None
+        shown = part.feed(text)
+        if shown == text and not self._shift:  # as _number sends an unchanged event
+            if seq is not None:
+                self._seq = seq
+            return True
+        return shown
+
+    def unscreened(self, event: dict, state) -> list:
+        new = event if state == event["delta"] else {**event, "delta": state} if state else None
+        return self._number(event, [], new)
+
     # -- events -------------------------------------------------------------------------------------
 
     def _part(self, event: dict, create: bool = False) -> TextPart | None:
