@@ -34,6 +34,17 @@ for corpus in CORPORA:
 for corpus in ("calls", "deepseek", "html"):
     ratio(f"feed per {corpus} delta (Cython) / list.append", f"stream-{corpus}-c", f"append-{corpus}")
 ratio("1-char deltas in one block: 1 MiB / 256 KiB (linear = 4)", "block-1m", "block-256k", "target ~ 4")
+ratio(
+    "feed per DeepSeek V3 delta, peer corpus (a scrubber a message) / the loop with list.append",
+    "peer-stream-deepseek_v3",
+    "peer-loop-deepseek_v3",
+    "target <= 1.5",
+)
+ratio(
+    "the same, Hermes",
+    "peer-stream-hermes",
+    "peer-loop-hermes",
+)
 for corpus in CORPORA:
     ratio(
         f"stream {corpus}: all default dialects / Hermes+DeepSeek only (Cython)",
@@ -119,3 +130,40 @@ def test_core_only_parse(bench, monkeypatch, corpus):
 
 def test_stream_prose_without_fences(bench):
     bench("nofence-stream-prose-c", lambda deltas: _stream(_scan_c, deltas, code_fences=False), DELTAS["prose"])
+
+
+# The peer corpus of bench_peers.py (200 messages, a special-token marker one delta of its own), without the peers:
+# textcalls against the same loop passing each delta to list.append, a scrubber (a list) a message.
+PEER = {
+    fmt: [corpora.token_deltas(write(prose, calls), markers) for prose, calls in corpora.peer_messages()]
+    for fmt, write, markers in (
+        ("hermes", corpora.hermes_message, corpora.HERMES_MARKERS),
+        ("deepseek_v3", corpora.deepseek_v3_message, corpora.DEEPSEEK_V3_MARKERS),
+    )
+}
+
+
+def _peer_stream(messages):
+    for deltas in messages:
+        scrubber = _scan_c.StreamScrubber()
+        feed = scrubber.feed
+        for delta in deltas:
+            feed(delta)
+        scrubber.flush()
+
+
+def _peer_loop(messages):
+    for deltas in messages:
+        append = [].append
+        for delta in deltas:
+            append(delta)
+
+
+@pytest.mark.parametrize("fmt", PEER)
+def test_peer_loop_baseline(bench, fmt):
+    bench(f"peer-loop-{fmt}", _peer_loop, PEER[fmt])
+
+
+@pytest.mark.parametrize("fmt", PEER)
+def test_peer_stream(bench, fmt):
+    bench(f"peer-stream-{fmt}", _peer_stream, PEER[fmt])

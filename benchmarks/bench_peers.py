@@ -324,6 +324,12 @@ for _fmt in FORMATS:
         _key(_fmt, "stream", "fastest peer"),
         _key(_fmt, "stream", LOOP_ALONE),
     )
+    ratio(
+        f"{_fmt} per delta: textcalls / the loop alone (list.append)",
+        _key(_fmt, "stream", "textcalls"),
+        _key(_fmt, "stream", LOOP_ALONE),
+        "target <= 1.5" if _fmt == "deepseek_v3" else "",
+    )
 
 
 def _wrong(found, truth):

@@ -9,7 +9,7 @@ are emitted or held, and the calls. The string kernels it calls are ``_kernels_c
 """
 
 cimport cython
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.dict cimport PyDict_GetItem
 from cpython.unicode cimport PyUnicode_New
@@ -85,6 +85,9 @@ cdef inline bint _starts_with(const Lit* lit, const Lit* start) noexcept nogil:
 
 _STOP_RUN_BYTES = STOP_RUN_BYTES  # the build's block: 16 (SSE2) or 8 (checked by .ci/run on a build without SSE2)
 
+
+cdef enum:
+    DEFER_KEPT = 1 << 14  # StreamScrubber._defer's room kept after a body's text was lexed, in characters
 
 cdef enum:
     LEX_IN_JSON = 0      # _CSpec.lex_stop's sets: in a block's JSON (or a body with none)
@@ -201,6 +204,11 @@ cdef class _CSpec:
     #                             _past_chars reads them: 16 bytes each, in 1- and 2-byte text (little-endian)
     cdef bint lex_blocks[2]     # lex_vecs holds the set's: a run is skipped block by block first
     cdef bint strong_first[128]
+    # what a block body's text may hold to be deferred, not lexed (StreamScrubber._defer): none of every literal's
+    # first character, every closer's, "<" (value tags) and the reasoning span closers' (1-byte text is read
+    # through all 256; non-ASCII characters stop it when some such first character is non-ASCII: defer_wide)
+    cdef unsigned char defer_stop[256]
+    cdef bint defer_wide
     cdef bint anchors[128]      # word openers' anchors (their literal is looked for before it)
     cdef Py_UCS4 first_chars[FIRST_MAX]
     cdef bint pair[128][128]    # some literal starts with these two (ASCII) characters
@@ -411,6 +419,46 @@ cdef class _CSpec:
             for f in range(self.n_values[k]):
                 self._second(&self.value_open[k * VALUES_MAX + f])
                 self._second(&self.value_close[k * VALUES_MAX + f])
+        self.defer_wide = False
+        for c in range(256):
+            self.defer_stop[c] = c < 128 and (self.first[c] or self.strong_first[c] or self.span_first[c] or c == 0x3C)
+        for k in range(2 * nb):
+            if k < nb:
+                c = self.closers[k].ch[0] if self.closers[k].n else 0x3C
+            else:
+                c = self.entries[self.block_entry[k - nb]].lit.ch[0]
+            if c < 128:
+                self.defer_stop[c] = True
+            else:
+                self.defer_wide = True
+        if self.defer_wide:
+            for c in range(128, 256):
+                self.defer_stop[c] = True
+
+    cdef inline bint defers(self, int kind, const void* d, Py_ssize_t n) noexcept:
+        """No character of ``defer_stop`` in the text (of at least one character): a block body may hold it
+        unlexed. Over 1-byte text of up to 8 characters, eight reads with no loop (as ``_loud_short``)."""
+        cdef const Py_UCS1* p1
+        cdef unsigned char any_stop = 0
+        cdef Py_ssize_t k, last
+        cdef Py_UCS4 c
+        if n == 0:
+            return False
+        if kind == 1:
+            p1 = <const Py_UCS1*>d
+            if n <= 8:
+                last = n - 1
+                for k in range(8):
+                    any_stop |= self.defer_stop[p1[k if k < last else last]]
+            else:
+                for k in range(n):
+                    any_stop |= self.defer_stop[p1[k]]
+            return not any_stop
+        for k in range(n):
+            c = PyUnicode_READ(kind, d, k)
+            if (c < 128 and self.defer_stop[c]) or (c >= 128 and self.defer_wide):
+                return False
+        return True
 
     cdef void _second(self, const Lit* lit) noexcept:
         """Note ``lit``'s second character in ``value_second`` (non-ASCII ones are never passed: see ``_lex``)."""
@@ -854,6 +902,14 @@ cdef class StreamScrubber:
     cdef bint _json_end
     cdef list _parts
     cdef Py_ssize_t _body_len
+    # inside a block (past its first non-blank character, within the cap, no call events): deltas with nothing in
+    # them that could end it or change what it is (_CSpec.defers) are held unlexed, as _held would be, and lexed
+    # at once where _held is next read (_own_held): the lexer's answer on them was "more" whatever their split
+    cdef char* _defer        # its characters (_defer_n of them, of kind _defer_kind; the largest kind's
+    cdef Py_ssize_t _defer_n  # largest character _defer_max), in a buffer of _defer_cap characters' room
+    cdef Py_ssize_t _defer_cap
+    cdef int _defer_kind
+    cdef Py_UCS4 _defer_max
     cdef Py_ssize_t _opened_at  # inside a block: the stream offset of its opener
     cdef bint _before_json    # inside a block: its JSON value (the first `{`, or a leading `[`) has not begun
     cdef bint _poisoned       # inside a block: scanned without JSON-string awareness (see _poison_until)
@@ -941,6 +997,7 @@ cdef class StreamScrubber:
         self._opener = None
         self._value = self._raw_at = -1
         self._parts = []
+        self._defer_n, self._defer_max = 0, 0
         self._holding = WHOLE_BLANK if settings.whole else NOT_HOLDING
         self._whole_parts = []
         self._whole_len = 0
@@ -1093,6 +1150,24 @@ cdef class StreamScrubber:
                 if _goes_on(self._held_lit, self._held_n, PyUnicode_KIND(delta), PyUnicode_DATA(delta), n):
                     self._held_n += n  # what _feed would do: the held text and the delta, held
                     return ""
+            elif self._opener is not None and not self._busy and not self._at_start and self._follow is None and (
+                    not self._json_end and not self._closed and PyUnicode_CheckExact(delta)):
+                # a block's body: a delta nothing in which can end the block (or change what it is) is held
+                # unlexed (_defer): what _run would do is hold it as body ("more"), whatever the split
+                n = PyUnicode_GET_LENGTH(delta)
+                kind = PyUnicode_KIND(delta)
+                if self._body_len + self._defer_n + n <= self.max_block and (
+                        (self._defer_n and kind == self._defer_kind) or (
+                            not self._defer_n and PyUnicode_GET_LENGTH(self._held) == 0 and self._held_lit == NULL)
+                        ) and self._spec.defers(kind, PyUnicode_DATA(delta), n) and (
+                        self._defer_n + n <= self._defer_cap or self._defer_room(n)):
+                    memcpy(self._defer + self._defer_n * kind, PyUnicode_DATA(delta), n * kind)
+                    self._defer_n += n
+                    self._defer_kind = kind
+                    if PyUnicode_MAX_CHAR_VALUE(delta) > self._defer_max:
+                        self._defer_max = PyUnicode_MAX_CHAR_VALUE(delta)
+                    return ""
+                n = kind = 0
         return self._feed_entered(delta, kind, data, n, k)
 
     cdef str _feed_entered(self, delta, int kind, const void* data, Py_ssize_t n, Py_ssize_t k):
@@ -1146,8 +1221,28 @@ cdef class StreamScrubber:
             self.removed += len(calls)
         return text
 
+    cdef bint _defer_room(self, Py_ssize_t n) noexcept:
+        """Room in ``_defer`` for ``n`` more characters of any kind (False: no memory, the delta is not deferred)."""
+        cdef Py_ssize_t cap = max(64, 2 * (self._defer_n + n))
+        cdef char* grown = <char*>PyMem_Realloc(self._defer, cap * 4)
+        if grown == NULL:
+            return False
+        self._defer, self._defer_cap = grown, cap
+        return True
+
+    def __dealloc__(self):
+        PyMem_Free(self._defer)
+
     cdef inline int _own_held(self) except -1:
-        """``_held`` as long as ``_held_n`` says (deltas that went on with the literal); the literal forgotten."""
+        """``_held`` as long as ``_held_n`` says (deltas that went on with the literal); the literal forgotten. Text
+        a block's body deferred (``_defer``, with nothing held before it) is held."""
+        if self._defer_n:
+            self._held = PyUnicode_New(self._defer_n, self._defer_max)
+            memcpy(<void*>PyUnicode_DATA(self._held), self._defer, self._defer_n * self._defer_kind)
+            self._defer_n, self._defer_max = 0, 0
+            if self._defer_cap > DEFER_KEPT:  # (a long body's room is not kept for the rest of the stream)
+                PyMem_Free(self._defer)
+                self._defer, self._defer_cap = NULL, 0
         if self._held_lit != NULL:
             if self._held_at + self._held_n != PyUnicode_GET_LENGTH(self._held):
                 self._held = (self._held[:self._held_at] + self._held_src[:self._held_n] if self._held_at
