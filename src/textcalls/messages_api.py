@@ -263,9 +263,8 @@ class MessagesRecovery(EventMachine):
     # -- the screen (EventRecovery): text deltas not decoded ------------------------------------------
 
     def text_delta(self, event: dict) -> tuple | None:
-        """``(index, text, None)`` of a ``content_block_delta`` ``text_delta`` event of a block ``screened`` can
-        take (without ``stream_arguments``), else None."""
-        if self._moves is not None or event.get("type") != "content_block_delta":
+        """``(index, text, None)`` of a ``content_block_delta`` ``text_delta`` event, else None."""
+        if event.get("type") != "content_block_delta":
             return None
         index, delta = event.get("index"), event.get("delta")
         if type(index) is not int or not isinstance(delta, dict) or delta.get("type") != "text_delta":
@@ -278,16 +277,29 @@ class MessagesRecovery(EventMachine):
 
     def screened(self, slot: int, text: str, seq: int | None):
         """``push`` of a ``text_delta`` of block ``slot`` (see ``Machine.screened``)."""
-        if self._failed or self._ended or self._moves is not None or not self.has_tools:
+        if self._failed or self._ended or not self.has_tools:
             return None
         part = self._blocks.get(slot)
         if part is None or part.done:
             return None
-        shown = part.feed(text)
-        return True if shown == text else shown
+        if self._moves is None:
+            shown = part.feed(text)
+            return True if shown == text else shown
+        steps = self._steps(part, text)  # stream_arguments: as _streamed
+        if self._open[slot] == slot and steps == [("text", text)]:
+            return True
+        return steps
 
     def unscreened(self, event: dict, state) -> list:
-        return [self.with_text(event, state, None)] if state else []
+        if self._moves is None:
+            return [self.with_text(event, state, None)] if state else []
+        index = event["index"]
+        at = self._open[index]
+        if at is not None and state == [("text", event["delta"]["text"])]:
+            return [event if at == index else {**event, "index": at}]
+        out: list[dict] = []
+        self._send(index, state, out)
+        return self._cut(out)
 
     @property
     def failed(self) -> bool:

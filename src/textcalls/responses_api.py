@@ -237,36 +237,59 @@ class ResponsesRecovery(EventMachine):
     # -- the screen (EventRecovery): text deltas not decoded ------------------------------------------
 
     def text_delta(self, event: dict) -> tuple | None:
-        """``((output_index, content_index), delta, sequence_number or None)`` of an ``output_text.delta`` event
-        of a part ``screened`` can take (without ``stream_arguments``), else None."""
-        if self._messages is not None or event.get("type") != "response.output_text.delta":
+        """``((output_index, content_index, item_id), delta, sequence_number or None)`` of an ``output_text.delta``
+        event (``item_id`` a tuple: empty without one), else None."""
+        if event.get("type") != "response.output_text.delta":
             return None
         at, ci, delta = event.get("output_index"), event.get("content_index"), event.get("delta")
         if not (_is_index(at) and _is_index(ci) and isinstance(delta, str)):
             return None
         seq = event.get("sequence_number")
-        return (at, ci), delta, seq if _is_index(seq) else None
+        item = (event["item_id"],) if "item_id" in event else ()
+        return (at, ci, item), delta, seq if _is_index(seq) else None
 
     def with_text(self, event: dict, text: str, seq: int | None) -> dict:
         return {**event, "delta": text} if seq is None else {**event, "delta": text, "sequence_number": seq}
 
     def screened(self, slot: tuple, text: str, seq: int | None):
         """``push`` of an ``output_text.delta`` of part ``slot`` (see ``Machine.screened``)."""
-        if self._ended or self._messages is not None or not self.has_tools:
+        if self._ended or not self.has_tools:
             return None
-        part = self._parts.get(slot)
+        at, ci, item = slot
+        part = self._parts.get((at, ci))
         if part is None or part.done:
             return None
-        shown = part.feed(text)
-        if shown == text and not self._shift:  # as _number sends an unchanged event
+        if self._messages is None:
+            shown = part.feed(text)
+            if shown == text and not self._shift:  # as _number sends an unchanged event
+                if seq is not None:
+                    self._seq = seq
+                return True
+            return shown
+        m = self._messages.get(at)  # stream_arguments: as _streamed
+        if m is None:
+            return None
+        steps = self._steps(part, text)
+        if m.at is None or steps != [("text", text)]:
+            return ("send", steps)
+        m.texts[ci] = m.texts.get(ci, "") + text
+        # as it came: _moved and _number leave it so
+        if m.at == at and not m.base and (not item or item[0] == m.id) and not self._shift:
             if seq is not None:
                 self._seq = seq
             return True
-        return shown
+        return ("moved",)
 
     def unscreened(self, event: dict, state) -> list:
-        new = event if state == event["delta"] else {**event, "delta": state} if state else None
-        return self._number(event, [], new)
+        if self._messages is None:
+            new = event if state == event["delta"] else {**event, "delta": state} if state else None
+            return self._number(event, [], new)
+        m = self._messages[event["output_index"]]
+        if state[0] == "moved":
+            return self._number(event, [], self._moved(m, event))
+        before: list[dict] = []
+        self._send(m, event["content_index"], state[1], before)
+        return self._number(event, before, None)
 
     # -- events -------------------------------------------------------------------------------------
 

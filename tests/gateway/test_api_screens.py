@@ -9,6 +9,7 @@ import json
 import random
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -164,7 +165,8 @@ def _decodes(monkeypatch) -> list:
     return decoded
 
 
-def test_plain_text_deltas_are_not_decoded(impl, monkeypatch):
+@pytest.mark.parametrize("stream_arguments", [False, True])
+def test_plain_text_deltas_are_not_decoded(impl, monkeypatch, stream_arguments):
     words = [f" word{i % 7}" for i in range(200)]
     for api, (cls, events_of, tools) in APIS.items():
         events = events_of("m", words)
@@ -178,7 +180,7 @@ def test_plain_text_deltas_are_not_decoded(impl, monkeypatch):
             [event + b"\n\n" for event in upstream.split(b"\n\n")[:-1]],  # one event per feed
         ):
             decoded = _decodes(monkeypatch)
-            recovery = cls(native=True, has_tools=True, tools=tools)
+            recovery = cls(native=True, has_tools=True, tools=tools, stream_arguments=stream_arguments)
             out = b"".join(recovery.feed(c) for c in chunks) + recovery.close()
             assert out == upstream, api
             others = len(events) - len(words)
@@ -208,7 +210,7 @@ def test_a_learned_shape_is_checked_by_decoding(impl):
     for e in events:
         recovery.feed(b"event: " + e["type"].encode() + b"\ndata: " + json.dumps(e).encode() + b"\n\n")
     shape = recovery._shape
-    assert shape is not None and shape.number == 1 and shape.slot == (0, 0)
+    assert shape is not None and shape.number == 1 and shape.slot == (0, 0, ("msg_stub",))
     # a duplicated key: the delta the event decodes to is the last one, which the shape must not stand for
     dup = EventRecovery.__new__(ResponsesSSERecovery)
     ResponsesSSERecovery.__init__(dup, native=True, has_tools=True, tools=RESPONSES_TOOLS)
