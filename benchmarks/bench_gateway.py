@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 
 import pytest
 
@@ -199,7 +200,7 @@ API_EVENTS = {
 }
 API_PAYLOADS = {api: [e.split(b"\ndata: ", 1)[1][:-2] for e in events] for api, events in API_EVENTS.items()}
 for _api in API_EVENTS:
-    for _how, _feeds in (("events", "1 event per feed"), ("reads", "4 KiB reads")):
+    for _how, _feeds in (("events", "1 event per feed"), ("reads", "4 KiB reads"), ("streamed", "stream_arguments")):
         ratio(
             f"{_api.capitalize()} SSE per event without markup, {_feeds} / json.loads",
             f"{_api}-sse-{_how}",
@@ -208,8 +209,8 @@ for _api in API_EVENTS:
         )
 
 
-def _api_sse(cls, pieces):
-    feed = cls(native=True, has_tools=True).feed
+def _api_sse(cls, pieces, **options):
+    feed = cls(native=True, has_tools=True, **options).feed
     for piece in pieces:
         feed(piece)
 
@@ -219,9 +220,10 @@ def test_api_json_loads_baseline(bench, api):
     bench(f"json-loads-{api}", _loads, API_PAYLOADS[api])
 
 
-@pytest.mark.parametrize("how", ["events", "reads"])
+@pytest.mark.parametrize("how", ["events", "reads", "streamed"])
 @pytest.mark.parametrize("api", API_EVENTS)
 def test_api_sse_without_markup(bench, api, how):
+    """One event per feed (``streamed``: with ``stream_arguments=True``), or the stream in 4 KiB reads."""
     from textcalls.messages_api import MessagesSSERecovery
     from textcalls.responses_api import ResponsesSSERecovery
 
@@ -230,7 +232,7 @@ def test_api_sse_without_markup(bench, api, how):
     if how == "reads":
         stream = b"".join(events)
         events = [stream[i : i + 4096] for i in range(0, len(stream), 4096)]
-    bench(f"{api}-sse-{how}", _api_sse, cls, events)
+    bench(f"{api}-sse-{how}", partial(_api_sse, stream_arguments=how == "streamed"), cls, events)
 
 
 # --- the proxy, in its own process, against the stub upstream in another ----------------------------

@@ -87,7 +87,7 @@ _STOP_RUN_BYTES = STOP_RUN_BYTES  # the build's block: 16 (SSE2) or 8 (checked b
 
 
 cdef enum:
-    DEFER_KEPT = 1 << 14  # StreamScrubber._defer's room kept after a body's text was lexed, in characters
+    DEFER_KEPT = 1 << 16  # StreamScrubber._defer's room kept after a body's text was lexed, in bytes
 
 cdef enum:
     LEX_IN_JSON = 0      # _CSpec.lex_stop's sets: in a block's JSON (or a body with none)
@@ -906,7 +906,7 @@ cdef class StreamScrubber:
     # them that could end it or change what it is (_CSpec.defers) are held unlexed, as _held would be, and lexed
     # at once where _held is next read (_own_held): the lexer's answer on them was "more" whatever their split
     cdef char* _defer        # its characters (_defer_n of them, of kind _defer_kind; the largest kind's
-    cdef Py_ssize_t _defer_n  # largest character _defer_max), in a buffer of _defer_cap characters' room
+    cdef Py_ssize_t _defer_n  # largest character _defer_max), in a buffer of _defer_cap bytes
     cdef Py_ssize_t _defer_cap
     cdef int _defer_kind
     cdef Py_UCS4 _defer_max
@@ -1160,7 +1160,7 @@ cdef class StreamScrubber:
                         (self._defer_n and kind == self._defer_kind) or (
                             not self._defer_n and PyUnicode_GET_LENGTH(self._held) == 0 and self._held_lit == NULL)
                         ) and self._spec.defers(kind, PyUnicode_DATA(delta), n) and (
-                        self._defer_n + n <= self._defer_cap or self._defer_room(n)):
+                        (self._defer_n + n) * kind <= self._defer_cap or self._defer_room((self._defer_n + n) * kind)):
                     memcpy(self._defer + self._defer_n * kind, PyUnicode_DATA(delta), n * kind)
                     self._defer_n += n
                     self._defer_kind = kind
@@ -1221,10 +1221,10 @@ cdef class StreamScrubber:
             self.removed += len(calls)
         return text
 
-    cdef bint _defer_room(self, Py_ssize_t n) noexcept:
-        """Room in ``_defer`` for ``n`` more characters of any kind (False: no memory, the delta is not deferred)."""
-        cdef Py_ssize_t cap = max(64, 2 * (self._defer_n + n))
-        cdef char* grown = <char*>PyMem_Realloc(self._defer, cap * 4)
+    cdef bint _defer_room(self, Py_ssize_t size) noexcept:
+        """Room in ``_defer`` for ``size`` bytes (False: no memory, the delta is not deferred)."""
+        cdef Py_ssize_t cap = max(256, 2 * size)
+        cdef char* grown = <char*>PyMem_Realloc(self._defer, cap)
         if grown == NULL:
             return False
         self._defer, self._defer_cap = grown, cap
