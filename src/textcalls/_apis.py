@@ -277,7 +277,8 @@ def recover_bytes(body, spec: ApiSpec, native: bool, has_tools: bool, keywords: 
 
 
 class Machine(Protocol):
-    """An API's recovery over decoded events."""
+    """An API's recovery over decoded events. ``text_delta``, ``with_text``, ``screened`` and ``unscreened`` are the
+    screen's (``EventRecovery`` sends text deltas on undecoded through them); without them every event is decoded."""
 
     recovered: int
     abandoned: int
@@ -494,6 +495,7 @@ class EventRecovery(SSEFraming):
         self._changed = False  # the machine replaced or dropped an event: later ones are read up to the larger cap
         self._shape: _Shape | None = None  # the last text delta event learned (see the class doc)
         self._fails = hasattr(machine, "failed")  # (_stopped, on every event)
+        self._screens = hasattr(machine, "text_delta")  # a machine without the screen's methods decodes every event
         self._clear = False  # open, with tools, started, nothing held or pending: an input may be one event alone
 
     def _cap(self) -> int:
@@ -587,7 +589,7 @@ class EventRecovery(SSEFraming):
         """Remember the shape of ``raw`` (``event``, sent on as it came) if it is a text delta the machine can
         take undecoded (``text_delta``), its text written plain; checked by decoding it with other values."""
         machine = self.machine
-        found = machine.text_delta(event)
+        found = machine.text_delta(event) if self._screens else None
         if found is None:
             return
         slot, text, seq = found

@@ -221,3 +221,23 @@ def test_a_learned_shape_is_checked_by_decoding(impl):
         b'"delta":"q","item_id":"msg_stub","delta":"q"}\n\n'
     )
     assert dup._shape is None
+
+
+def test_a_machine_without_the_screen_decodes_every_event(monkeypatch):
+    class Echo:
+        """A machine that sends every event on as it came, without the screen's methods."""
+
+        recovered = abandoned = 0
+        has_tools = True
+
+        def push(self, event):
+            return [event]
+
+        def close(self):
+            return []
+
+    decoded = _decodes(monkeypatch)
+    events = [b'data: {"type":"d","delta":"w%d"}\n\n' % i for i in range(20)]
+    recovery = EventRecovery(Echo())
+    assert b"".join(recovery.feed(e) for e in events) + recovery.close() == b"".join(events)
+    assert len(decoded) == 20
