@@ -953,6 +953,9 @@ cdef class StreamScrubber:
     # copies of the spec's stop/lit_only for this scrubber's code_fences and tools: 128 flags each, kept
     # here beside the other fields a delta reads (the spec's arrays sit far into a large struct)
     cdef unsigned char _stop[256]  # 128-255 stay 0 (zeroed at allocation): 1-byte text is read without a range test
+    #                                (bit 1; bit 2 marks the line feed, so that the same reads tell _loud_short's
+    #                                caller whether a delta can move the line state: _lf)
+    cdef unsigned char _lf  # _loud_short's last text had a line feed (bit 2), or may have (not 1-byte text)
     cdef unsigned char _lit_only[128]  # _stop only as some literal's first character (see _loud_short)
     cdef bint _words  # the table has word openers (_CSpec.word_tail must look at a delta's end)
     cdef bint _plain  # _settled() and _edges_plain() after the last call: feed may take its short path
@@ -1034,6 +1037,7 @@ cdef class StreamScrubber:
                         else None)
         cdef int variant = 2 * code_fences + self._trail
         memcpy(self._stop, self._spec.stop[variant], 128)
+        self._stop[0x0A] |= 2  # (no literal starts with a line feed: bit 1 stays 0)
         memcpy(self._lit_only, self._spec.lit_only[variant], 128)
         self._words = self._spec.n_all != self._spec.n_entries
         if settings.prompt_tail:
@@ -1142,8 +1146,10 @@ cdef class StreamScrubber:
                             k = -1
                         elif self._guided is not None and not (self._gq and _find(kind, data, 0, n, 0x0A) < 0):
                             k = -1  # the schema-guided stage reads it (a line's start, or a held head)
-                        else:
-                            self._shown(kind, data, n)
+                        else:  # _shown, but a line that has had more than spaces goes on so without a line feed
+                            if self._lines and (self._line >= 0 or self._lf):
+                                self._line = _line_after(self._line, kind, data, 0, n)
+                            self._pos += n
                             return delta
             elif self._held_lit != NULL and not self._busy and not self._holding and PyUnicode_CheckExact(delta):
                 n = PyUnicode_GET_LENGTH(delta)
@@ -1488,8 +1494,11 @@ cdef class StreamScrubber:
             else:
                 for k in range(n):  # most deltas have none: one branch for them
                     any_stop |= self._stop[p1[k]]
-            if not any_stop:
+            self._lf = any_stop & 2
+            if not (any_stop & 1):
                 return n
+        else:
+            self._lf = 2
         return self._loud_at(kind, data, n)
 
     cdef Py_ssize_t _loud_at(self, int kind, const void* data, Py_ssize_t n) noexcept:
@@ -1500,13 +1509,13 @@ cdef class StreamScrubber:
         if kind == 1:
             p1 = <const Py_UCS1*>data
             for k in range(n):
-                if self._stop[p1[k]] and not (
+                if self._stop[p1[k]] & 1 and not (
                         self._lit_only[p1[k]] and k + 1 < n and self._spec.starts_nothing(kind, data, n, k, p1[k])):
                     return k
             return n
         for k in range(n):
             c = PyUnicode_READ(kind, data, k)
-            if c < 128 and self._stop[c] and not (
+            if c < 128 and self._stop[c] & 1 and not (
                     self._lit_only[c] and k + 1 < n and self._spec.starts_nothing(kind, data, n, k, c)):
                 return k
         return n
